@@ -1,0 +1,13 @@
+// pino loggers for every command. Secrets never reach a log line: the paths
+// that could carry them are redacted, and request logs carry no headers.
+import pino, { Logger } from 'pino';
+
+export const REDACT = [
+  'secretAccessKey', '*.secretAccessKey', 'credentials', '*.credentials', 'authorization', '*.authorization',
+  'headers.authorization', '*.headers.authorization', 'signature', '*.signature',
+];
+
+export function makeLogger(level = 'info', file?: string): Logger {
+  const dest = file ? pino.destination({ dest: file, mkdir: true, sync: false }) : pino.destination(2);
+  return pino({ level, redact: { paths: REDACT, censor: '[redacted]' }, base: { pid: process.pid } }, dest);
+}

@@ -1,0 +1,59 @@
+// `svcfs serve`: the embedded object server as a command.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Logger } from 'pino';
+import { SvcServer } from '../server/server';
+import { generateUser, User, Users } from '../server/users';
+
+export interface ServeCliOptions {
+  data: string;
+  host: string;
+  port: number;
+  region: string;
+  bucket: string[];
+  users?: string;
+  xmlNamespace?: string;
+}
+
+/** Users: the given file, else `<data>/users.json`; the environment's keys become the first user. */
+export function loadServerUsers(o: ServeCliOptions, out: (s: string) => void): Users {
+  const file = o.users ?? path.join(o.data, 'users.json');
+  const ak = process.env.SVC_ACCESS_KEY_ID;
+  const sk = process.env.SVC_SECRET_ACCESS_KEY;
+  const users = fs.existsSync(file) ? Users.load(file) : new Users();
+  if (ak && sk) {
+    const env: User = { name: 'env', accessKeyId: ak, secretAccessKey: sk, read: ['*'], write: ['*'] };
+    const known = users.get(ak);
+    if (!known || known.secretAccessKey !== sk) {
+      users.add(env);
+      users.save(file);
+    }
+  } else if (users.all().length === 0) {
+    const u = generateUser();
+    users.add(u);
+    users.save(file);
+    out(`created user "${u.name}" (kept in ${file}):\n  SVC_ACCESS_KEY_ID=${u.accessKeyId}\n  SVC_SECRET_ACCESS_KEY=${u.secretAccessKey}\n`);
+  }
+  return users;
+}
+
+export async function serve(o: ServeCliOptions, log: Logger): Promise<SvcServer> {
+  fs.mkdirSync(o.data, { recursive: true, mode: 0o700 });
+  const users = loadServerUsers(o, (s) => process.stdout.write(s));
+  const server = new SvcServer({
+    dataDir: o.data, host: o.host, port: o.port, region: o.region, buckets: o.bucket, users, logger: log,
+    xmlNamespace: o.xmlNamespace,
+  });
+  const url = await server.listen();
+  process.stdout.write(`listening on ${url}\n`);
+  let stopping = false;
+  const stop = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ sig }, 'shutting down');
+    server.close().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  return server;
+}

@@ -1,0 +1,135 @@
+// Bucket-level operations: listing (V2 and V1), batch delete, and the small
+// read-only bucket endpoints clients probe (list buckets, head, location).
+import { SvcError } from '../wire/errors';
+import { parseXml, textOf, XmlError, XmlTree } from '../wire/xml';
+import { uriEncode } from '../wire/signer';
+import { finishEmpty, receiveSmall } from './body';
+import { Ctx, header, isoDate, sendEmpty, sendXml, xh } from './context';
+import { requireWrite } from './objects';
+import { Users } from './users';
+
+function requireRead(ctx: Ctx): void {
+  if (!ctx.user || !Users.canRead(ctx.user, ctx.bucket)) throw new SvcError('AccessDenied', 'Access Denied');
+}
+
+function maxKeysOf(ctx: Ctx): number {
+  const raw = ctx.query.get('max-keys');
+  if (raw === undefined || raw === '') return 1000;
+  if (!/^\d+$/.test(raw)) throw new SvcError('InvalidArgument', 'Provided max-keys not an integer or within integer range');
+  return Math.min(Number(raw), 1000); // pages are cut at 1000, as S3 does
+}
+
+const token = {
+  encode: (s: string) => Buffer.from(s, 'utf8').toString('base64url'),
+  decode: (s: string) => {
+    const k = Buffer.from(s, 'base64url').toString('utf8');
+    if (token.encode(k) !== s.replace(/=+$/, '')) throw new SvcError('InvalidArgument', 'The continuation token provided is incorrect');
+    return k;
+  },
+};
+
+export function listObjects(ctx: Ctx): void {
+  finishEmpty(ctx);
+  requireRead(ctx);
+  const v2 = ctx.query.get('list-type') === '2';
+  if (ctx.query.has('list-type') && !v2) throw new SvcError('InvalidArgument', 'Invalid list-type');
+  const prefix = ctx.query.get('prefix') ?? '';
+  const delimiter = ctx.query.get('delimiter') ?? '';
+  const maxKeys = maxKeysOf(ctx);
+  const urlEnc = ctx.query.get('encoding-type');
+  if (urlEnc !== undefined && urlEnc !== 'url') throw new SvcError('InvalidArgument', 'Invalid Encoding Method specified in Request');
+  const enc = (s: string) => (urlEnc ? uriEncode(s, false) : s);
+  const ctoken = ctx.query.get('continuation-token');
+  const startAfter = ctx.query.get('start-after') ?? '';
+  const marker = ctx.query.get('marker') ?? '';
+  const after = v2 ? (ctoken !== undefined ? token.decode(ctoken) : startAfter) : marker;
+  const page = ctx.store.list(ctx.bucket, prefix, delimiter, after, maxKeys);
+  const contents = page.contents.map((c) => ({
+    Key: enc(c.key), LastModified: isoDate(c.mtime), ETag: `"${c.etag}"`, Size: c.size, StorageClass: 'STANDARD',
+  }));
+  const prefixes = page.prefixes.map((p) => ({ Prefix: enc(p) }));
+  const body: XmlTree = { Name: ctx.bucket, Prefix: enc(prefix) };
+  if (v2) {
+    if (ctoken !== undefined) body.ContinuationToken = ctoken;
+    if (startAfter) body.StartAfter = enc(startAfter);
+    body.KeyCount = contents.length + prefixes.length;
+  } else {
+    body.Marker = enc(marker);
+  }
+  body.MaxKeys = maxKeys;
+  if (delimiter) body.Delimiter = enc(delimiter);
+  if (urlEnc) body.EncodingType = 'url';
+  body.IsTruncated = page.truncated;
+  if (page.truncated && page.last !== undefined) {
+    if (v2) body.NextContinuationToken = token.encode(page.last);
+    else if (delimiter) body.NextMarker = enc(page.last);
+  }
+  body.Contents = contents;
+  body.CommonPrefixes = prefixes;
+  sendXml(ctx, 200, 'ListBucketResult', body);
+}
+
+export async function deleteObjects(ctx: Ctx): Promise<void> {
+  const hasChecksum = Object.keys(ctx.req.headers).some((h) => h.startsWith(xh(ctx, 'checksum-')) || h === xh(ctx, 'sdk-checksum-algorithm'));
+  if (header(ctx, 'content-md5') === undefined && !hasChecksum) {
+    throw new SvcError('InvalidRequest', 'Missing required header for this request: Content-MD5');
+  }
+  const { body } = await receiveSmall(ctx, 4 * 1024 * 1024);
+  requireWrite(ctx);
+  let keys: string[];
+  let quiet: boolean;
+  try {
+    const doc = parseXml(body.toString('utf8'));
+    if (!doc.Delete) throw new XmlError('no Delete element');
+    const objs = (doc.Delete.Object ?? []) as any[];
+    keys = objs.map((o) => {
+      if (!o || typeof o !== 'object' || o.Key === undefined) throw new XmlError('Object without Key');
+      return textOf(o.Key);
+    });
+    quiet = textOf(doc.Delete.Quiet).trim().toLowerCase() === 'true';
+  } catch (e) {
+    if (e instanceof XmlError) throw new SvcError('MalformedXML', 'The XML you provided was not well-formed or did not validate against our published schema');
+    throw e;
+  }
+  if (keys.length === 0 || keys.length > ctx.cfg.maxBatchKeys) {
+    throw new SvcError('MalformedXML', `The request must name between 1 and ${ctx.cfg.maxBatchKeys} objects`);
+  }
+  const deleted: XmlTree[] = [];
+  const errors: XmlTree[] = [];
+  for (const key of keys) {
+    if (key === '' || Buffer.byteLength(key, 'utf8') > ctx.cfg.maxKeyBytes) {
+      errors.push({ Key: key, Code: key === '' ? 'InvalidArgument' : 'KeyTooLongError', Message: key === '' ? 'An object key is required' : 'Your key is too long' });
+      continue;
+    }
+    try {
+      ctx.store.dropBlobs(ctx.store.delete(ctx.bucket, key).map((s) => s.id));
+      if (!quiet) deleted.push({ Key: key });
+    } catch (e) {
+      errors.push({ Key: key, Code: 'InternalError', Message: (e as Error).message });
+    }
+  }
+  sendXml(ctx, 200, 'DeleteResult', { Deleted: deleted, Error: errors });
+}
+
+export function listBuckets(ctx: Ctx): void {
+  finishEmpty(ctx);
+  if (!ctx.user) throw new SvcError('AccessDenied', 'Access Denied');
+  const u = ctx.user;
+  const names = [...ctx.cfg.buckets].filter((b) => Users.canRead(u, b)).sort();
+  sendXml(ctx, 200, 'ListAllMyBucketsResult', {
+    Owner: { ID: u.accessKeyId, DisplayName: u.name },
+    Buckets: { Bucket: names.map((Name) => ({ Name, CreationDate: isoDate(0) })) },
+  });
+}
+
+export function headBucket(ctx: Ctx): void {
+  finishEmpty(ctx);
+  requireRead(ctx);
+  sendEmpty(ctx, 200, { [ctx.dialect.name === 'aws' ? 'X-Amz-Bucket-Region' : 'X-Svc-Bucket-Region']: ctx.cfg.region });
+}
+
+export function bucketLocation(ctx: Ctx): void {
+  finishEmpty(ctx);
+  requireRead(ctx);
+  sendXml(ctx, 200, 'LocationConstraint', {}, {});
+}

@@ -1,0 +1,427 @@
+// The HTTP client for every operation of the service (undici, keep-alive pool).
+// Signs each request (v4 header form, either dialect, or v2), retries
+// idempotent requests on network errors and 5xx with exponential backoff and
+// jitter, and turns error bodies into typed SvcErrors.
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import { Readable } from 'node:stream';
+import { Agent, Dispatcher, request } from 'undici';
+import { Dialect, SVC, UNSIGNED_PAYLOAD, EMPTY_SHA256 } from './dialect';
+import { SvcError } from './errors';
+import { Credentials, encodePath, sha256Hex, signRequest, signRequestV2, uriEncode } from './signer';
+import { buildXml, parseXml, textOf } from './xml';
+
+export interface ClientOptions {
+  endpoint: string;
+  credentials?: Credentials;
+  region?: string;
+  dialect?: Dialect;
+  signature?: 'v4' | 'v2';
+  /** attempts for an idempotent request, the first included */
+  maxAttempts?: number;
+  /** total time budget for one request with its retries */
+  retryBudgetMs?: number;
+  baseDelayMs?: number;
+  connections?: number;
+  headersTimeoutMs?: number;
+  bodyTimeoutMs?: number;
+  dispatcher?: Dispatcher;
+  /** called once per HTTP request sent, with the operation's name */
+  onRequest?: (op: string) => void;
+  /** called before each retry */
+  onRetry?: (op: string, attempt: number, err: unknown) => void;
+}
+
+/** A body that can be sent again on retry. */
+export type Body = Buffer | string | { file: string; start: number; length: number };
+
+export interface SendOptions {
+  op: string;
+  method: string;
+  bucket: string;
+  key?: string;
+  query?: Array<[string, string]>;
+  headers?: Record<string, string>;
+  body?: Body;
+  /** hex SHA-256 of the body when already known */
+  sha256?: string;
+  /** base64 MD5 to send as Content-MD5 */
+  md5?: string;
+  idempotent?: boolean;
+  /** statuses that are not errors besides 2xx (e.g. 304, 404 for head) */
+  accept?: number[];
+}
+
+export interface Response {
+  status: number;
+  headers: Record<string, string>;
+  body: Dispatcher.ResponseData['body'];
+}
+
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  etag: string; // unquoted
+  lastModified: Date;
+  contentType?: string;
+  meta: Record<string, string>;
+  tagCount?: number;
+}
+
+export interface ListPage {
+  contents: Array<{ key: string; size: number; etag: string; lastModified: Date }>;
+  prefixes: string[];
+  truncated: boolean;
+  next?: string;
+}
+
+export interface PutOptions {
+  contentType?: string;
+  meta?: Record<string, string>;
+  tags?: Record<string, string>;
+  publicRead?: boolean;
+  ifMatch?: string;
+  ifNoneMatch?: string;
+  headers?: Record<string, string>;
+}
+
+function bodyLength(b: Body | undefined): number {
+  if (b === undefined) return 0;
+  if (typeof b === 'string') return Buffer.byteLength(b);
+  if (Buffer.isBuffer(b)) return b.length;
+  return b.length;
+}
+
+function bodyStream(b: Body): Buffer | Readable {
+  if (typeof b === 'string') return Buffer.from(b);
+  if (Buffer.isBuffer(b)) return b;
+  if (b.length === 0) return Buffer.alloc(0);
+  return fs.createReadStream(b.file, { start: b.start, end: b.start + b.length - 1, highWaterMark: 1024 * 1024 });
+}
+
+/** MD5 (base64) and SHA-256 (hex) of a body, in one pass. */
+export async function digestBody(b: Body): Promise<{ md5: string; sha256: string }> {
+  const md5 = createHash('md5');
+  const sha = createHash('sha256');
+  if (typeof b === 'string' || Buffer.isBuffer(b)) {
+    md5.update(b);
+    sha.update(b);
+  } else if (b.length > 0) {
+    for await (const c of bodyStream(b) as Readable) {
+      md5.update(c);
+      sha.update(c);
+    }
+  }
+  return { md5: md5.digest('base64'), sha256: sha.digest('hex') };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function isRetryable(e: unknown): boolean {
+  if (e instanceof SvcError) return e.status >= 500 || e.code === 'RequestTimeout' || e.code === 'SlowDown';
+  return true; // network errors, resets, timeouts
+}
+
+function lowerHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
+  return out;
+}
+
+export class SvcClient {
+  readonly dialect: Dialect;
+  readonly region: string;
+  private readonly base: URL;
+  private readonly dispatcher: Dispatcher;
+  private readonly ownDispatcher: boolean;
+  readonly counts = new Map<string, number>();
+  retries = 0;
+
+  constructor(readonly opts: ClientOptions) {
+    this.dialect = opts.dialect ?? SVC;
+    this.region = opts.region ?? 'us-east-1';
+    this.base = new URL(opts.endpoint);
+    this.ownDispatcher = !opts.dispatcher;
+    this.dispatcher = opts.dispatcher ?? new Agent({
+      connections: opts.connections ?? 32,
+      keepAliveTimeout: 30_000,
+      headersTimeout: opts.headersTimeoutMs ?? 60_000,
+      bodyTimeout: opts.bodyTimeoutMs ?? 60_000,
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.ownDispatcher) await this.dispatcher.close();
+  }
+
+  /** `http://host/bucket/key?query` with the path encoded once, S3-style. */
+  url(bucket: string, key?: string, query: Array<[string, string]> = []): URL {
+    const basePath = this.base.pathname.replace(/\/$/, '');
+    const u = new URL(this.base.toString());
+    u.pathname = basePath + encodePath(`/${bucket}${key !== undefined ? '/' + key : ''}`);
+    u.search = query.map(([k, v]) => (v === '' && ['delete', 'tagging', 'uploads', 'location'].includes(k) ? uriEncode(k) : `${uriEncode(k)}=${uriEncode(v)}`)).join('&');
+    return u;
+  }
+
+  private h(name: string): string {
+    return this.dialect.headerPrefix + name;
+  }
+
+  /** Send one request, with retries when idempotent. Throws SvcError for error statuses. */
+  async send(o: SendOptions): Promise<Response> {
+    const attempts = o.idempotent === false ? 1 : this.opts.maxAttempts ?? 5;
+    const budget = Date.now() + (this.opts.retryBudgetMs ?? 60_000);
+    const base = this.opts.baseDelayMs ?? 100;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.sendOnce(o);
+      } catch (e) {
+        if (attempt >= attempts || !isRetryable(e) || Date.now() >= budget) throw e;
+        this.retries++;
+        this.opts.onRetry?.(o.op, attempt, e);
+        const delay = Math.min(base * 2 ** (attempt - 1), 5_000);
+        await sleep(Math.min(Math.random() * delay + delay / 2, Math.max(0, budget - Date.now())));
+      }
+    }
+  }
+
+  private async sendOnce(o: SendOptions): Promise<Response> {
+    const url = this.url(o.bucket, o.key, o.query);
+    const headers: Record<string, string> = { ...(o.headers ?? {}) };
+    const len = bodyLength(o.body);
+    if (o.body !== undefined || o.method === 'PUT' || o.method === 'POST') headers['content-length'] = String(len);
+    if (o.md5) headers['content-md5'] = o.md5;
+    let signed: Record<string, string> = headers;
+    if (this.opts.credentials) {
+      if (this.opts.signature === 'v2') {
+        signed = signRequestV2({ dialect: this.dialect, method: o.method, url, headers, credentials: this.opts.credentials });
+      } else {
+        const payloadHash = o.sha256 ?? (o.body === undefined || len === 0 ? EMPTY_SHA256
+          : typeof o.body === 'string' || Buffer.isBuffer(o.body) ? sha256Hex(o.body) : UNSIGNED_PAYLOAD);
+        signed = signRequest({ dialect: this.dialect, credentials: this.opts.credentials, region: this.region, method: o.method, url, headers, payloadHash });
+      }
+    }
+    this.counts.set(o.op, (this.counts.get(o.op) ?? 0) + 1);
+    this.opts.onRequest?.(o.op);
+    const res = await request(url, {
+      method: o.method as Dispatcher.HttpMethod,
+      headers: signed,
+      body: o.body === undefined ? undefined : bodyStream(o.body),
+      dispatcher: this.dispatcher,
+    });
+    const rh = lowerHeaders(res.headers as Record<string, string | string[]>);
+    if ((res.statusCode >= 200 && res.statusCode < 300) || o.accept?.includes(res.statusCode)) {
+      return { status: res.statusCode, headers: rh, body: res.body };
+    }
+    const text = await res.body.text().catch(() => '');
+    throw errorFrom(res.statusCode, text, rh[this.h('request-id')]);
+  }
+
+  // ---- objects ----
+
+  private info(key: string, h: Record<string, string>): ObjectInfo {
+    const meta: Record<string, string> = {};
+    const mp = this.h('meta-');
+    for (const [k, v] of Object.entries(h)) if (k.startsWith(mp)) meta[k.slice(mp.length)] = v;
+    const tc = h[this.h('tagging-count')];
+    return {
+      key,
+      size: Number(h['content-range']?.split('/')[1] ?? h['content-length'] ?? 0),
+      etag: (h.etag ?? '').replace(/^"|"$/g, ''),
+      lastModified: new Date(h['last-modified'] ?? 0),
+      contentType: h['content-type'],
+      meta,
+      tagCount: tc === undefined ? undefined : Number(tc),
+    };
+  }
+
+  /** HEAD; undefined when the key does not exist. */
+  async head(bucket: string, key: string, o: { ifNoneMatch?: string } = {}): Promise<ObjectInfo | undefined | 'not-modified'> {
+    const headers: Record<string, string> = {};
+    if (o.ifNoneMatch) headers['if-none-match'] = `"${o.ifNoneMatch}"`;
+    const r = await this.send({ op: 'head', method: 'HEAD', bucket, key, headers, accept: [304, 404] });
+    await r.body.dump();
+    if (r.status === 404) return undefined;
+    if (r.status === 304) return 'not-modified';
+    return this.info(key, r.headers);
+  }
+
+  /** GET, optionally a byte range [start, end] inclusive; the caller consumes the body. */
+  async get(bucket: string, key: string, o: { range?: [number, number]; ifMatch?: string; ifNoneMatch?: string } = {}): Promise<{ info: ObjectInfo; status: number; body: Response['body'] }> {
+    const headers: Record<string, string> = {};
+    if (o.range) headers.range = `bytes=${o.range[0]}-${o.range[1]}`;
+    if (o.ifMatch) headers['if-match'] = `"${o.ifMatch}"`;
+    if (o.ifNoneMatch) headers['if-none-match'] = `"${o.ifNoneMatch}"`;
+    const r = await this.send({ op: 'get', method: 'GET', bucket, key, headers, accept: [304] });
+    return { info: this.info(key, r.headers), status: r.status, body: r.body };
+  }
+
+  async getBuffer(bucket: string, key: string, range?: [number, number]): Promise<Buffer> {
+    for (let attempt = 1; ; attempt++) {
+      const { body } = await this.get(bucket, key, { range });
+      try {
+        return Buffer.from(await body.arrayBuffer());
+      } catch (e) {
+        if (attempt >= 3) throw e; // a body cut mid-way: fetch again
+      }
+    }
+  }
+
+  private putHeaders(o: PutOptions): Record<string, string> {
+    const h: Record<string, string> = { ...(o.headers ?? {}) };
+    if (o.contentType) h['content-type'] = o.contentType;
+    for (const [k, v] of Object.entries(o.meta ?? {})) h[this.h('meta-') + k.toLowerCase()] = v;
+    if (o.tags && Object.keys(o.tags).length) h[this.h('tagging')] = new URLSearchParams(o.tags).toString();
+    if (o.publicRead) h[this.h('acl')] = 'public-read';
+    if (o.ifMatch) h['if-match'] = `"${o.ifMatch}"`;
+    if (o.ifNoneMatch) h['if-none-match'] = o.ifNoneMatch === '*' ? '*' : `"${o.ifNoneMatch}"`;
+    return h;
+  }
+
+  /** PUT an object (Content-MD5 and signed SHA-256); returns its ETag. */
+  async put(bucket: string, key: string, body: Body, o: PutOptions = {}): Promise<string> {
+    const d = await digestBody(body);
+    const r = await this.send({ op: 'put', method: 'PUT', bucket, key, body, sha256: d.sha256, md5: d.md5, headers: this.putHeaders(o) });
+    await r.body.dump();
+    return (r.headers.etag ?? '').replace(/^"|"$/g, '');
+  }
+
+  async copy(src: { bucket: string; key: string }, bucket: string, key: string,
+    o: PutOptions & { replaceMetadata?: boolean; replaceTags?: boolean; ifSourceMatch?: string } = {}): Promise<string> {
+    const h = this.putHeaders(o);
+    h[this.h('copy-source')] = encodePath(`/${src.bucket}/${src.key}`);
+    if (o.replaceMetadata) h[this.h('metadata-directive')] = 'REPLACE';
+    if (o.replaceTags) h[this.h('tagging-directive')] = 'REPLACE';
+    if (o.ifSourceMatch) h[this.h('copy-source-if-match')] = `"${o.ifSourceMatch}"`;
+    const r = await this.send({ op: 'copy', method: 'PUT', bucket, key, headers: h });
+    const doc = parseXml(await r.body.text());
+    return textOf(doc.CopyObjectResult?.ETag).replace(/^"|"$/g, '');
+  }
+
+  async delete(bucket: string, key: string): Promise<void> {
+    const r = await this.send({ op: 'delete', method: 'DELETE', bucket, key });
+    await r.body.dump();
+  }
+
+  /** Batch delete in chunks of 1000; returns the keys that failed, with their codes. */
+  async deleteMany(bucket: string, keys: string[], quiet = true): Promise<{ deleted: string[]; errors: Array<{ key: string; code: string; message: string }> }> {
+    const out = { deleted: [] as string[], errors: [] as Array<{ key: string; code: string; message: string }> };
+    for (let i = 0; i < keys.length; i += 1000) {
+      const xml = buildXml('Delete', { Quiet: quiet, Object: keys.slice(i, i + 1000).map((Key) => ({ Key })) });
+      const body = Buffer.from(xml);
+      const md5 = createHash('md5').update(body).digest('base64');
+      const r = await this.send({ op: 'deleteMany', method: 'POST', bucket, query: [['delete', '']], body, md5, headers: { 'content-type': 'application/xml' } });
+      const doc = parseXml(await r.body.text()).DeleteResult ?? {};
+      for (const d of doc.Deleted ?? []) out.deleted.push(textOf(d.Key));
+      for (const e of doc.Error ?? []) out.errors.push({ key: textOf(e.Key), code: textOf(e.Code), message: textOf(e.Message) });
+    }
+    return out;
+  }
+
+  // ---- tagging ----
+
+  async getTags(bucket: string, key: string): Promise<Record<string, string>> {
+    const r = await this.send({ op: 'getTags', method: 'GET', bucket, key, query: [['tagging', '']] });
+    const doc = parseXml(await r.body.text());
+    const out: Record<string, string> = {};
+    for (const t of doc.Tagging?.TagSet?.Tag ?? []) out[textOf(t.Key)] = textOf(t.Value);
+    return out;
+  }
+
+  async putTags(bucket: string, key: string, tags: Record<string, string>): Promise<void> {
+    const body = Buffer.from(buildXml('Tagging', { TagSet: { Tag: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) } }));
+    const md5 = createHash('md5').update(body).digest('base64');
+    const r = await this.send({ op: 'putTags', method: 'PUT', bucket, key, query: [['tagging', '']], body, md5, headers: { 'content-type': 'application/xml' } });
+    await r.body.dump();
+  }
+
+  async deleteTags(bucket: string, key: string): Promise<void> {
+    const r = await this.send({ op: 'deleteTags', method: 'DELETE', bucket, key, query: [['tagging', '']] });
+    await r.body.dump();
+  }
+
+  // ---- listing ----
+
+  async listPage(bucket: string, o: { prefix?: string; delimiter?: string; token?: string; startAfter?: string; maxKeys?: number } = {}): Promise<ListPage> {
+    const q: Array<[string, string]> = [['list-type', '2'], ['encoding-type', 'url']];
+    if (o.prefix) q.push(['prefix', o.prefix]);
+    if (o.delimiter) q.push(['delimiter', o.delimiter]);
+    if (o.token) q.push(['continuation-token', o.token]);
+    if (o.startAfter) q.push(['start-after', o.startAfter]);
+    if (o.maxKeys !== undefined) q.push(['max-keys', String(o.maxKeys)]);
+    const r = await this.send({ op: 'list', method: 'GET', bucket, query: q });
+    const doc = parseXml(await r.body.text()).ListBucketResult ?? {};
+    const enc = textOf(doc.EncodingType) === 'url';
+    const dec = (s: string) => (enc ? decodeURIComponent(s.replace(/\+/g, ' ')) : s);
+    return {
+      contents: (doc.Contents ?? []).map((c: any) => ({
+        key: dec(textOf(c.Key)), size: Number(textOf(c.Size)), etag: textOf(c.ETag).replace(/^"|"$/g, ''), lastModified: new Date(textOf(c.LastModified)),
+      })),
+      prefixes: (doc.CommonPrefixes ?? []).map((p: any) => dec(textOf(p.Prefix))),
+      truncated: textOf(doc.IsTruncated) === 'true',
+      next: textOf(doc.NextContinuationToken) || undefined,
+    };
+  }
+
+  /** Every page of a listing, in order. */
+  async *list(bucket: string, o: { prefix?: string; delimiter?: string; startAfter?: string; maxKeys?: number } = {}): AsyncGenerator<ListPage> {
+    let token: string | undefined;
+    for (;;) {
+      const page = await this.listPage(bucket, { ...o, token, startAfter: token ? undefined : o.startAfter });
+      yield page;
+      if (!page.truncated || !page.next) return;
+      token = page.next;
+    }
+  }
+
+  // ---- multipart ----
+
+  async createMultipart(bucket: string, key: string, o: PutOptions = {}): Promise<string> {
+    const r = await this.send({ op: 'createMultipart', method: 'POST', bucket, key, query: [['uploads', '']], headers: this.putHeaders({ ...o, ifMatch: undefined, ifNoneMatch: undefined }) });
+    return textOf(parseXml(await r.body.text()).InitiateMultipartUploadResult?.UploadId);
+  }
+
+  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, body: Body): Promise<string> {
+    const d = await digestBody(body);
+    const r = await this.send({ op: 'uploadPart', method: 'PUT', bucket, key, query: [['partNumber', String(partNumber)], ['uploadId', uploadId]], body, sha256: d.sha256, md5: d.md5 });
+    await r.body.dump();
+    return (r.headers.etag ?? '').replace(/^"|"$/g, '');
+  }
+
+  async completeMultipart(bucket: string, key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>, o: { ifMatch?: string; ifNoneMatch?: string } = {}): Promise<string> {
+    const body = Buffer.from(buildXml('CompleteMultipartUpload', { Part: parts.map((p) => ({ PartNumber: p.partNumber, ETag: `"${p.etag}"` })) }));
+    const headers: Record<string, string> = { 'content-type': 'application/xml' };
+    if (o.ifMatch) headers['if-match'] = `"${o.ifMatch}"`;
+    if (o.ifNoneMatch) headers['if-none-match'] = o.ifNoneMatch;
+    const r = await this.send({ op: 'completeMultipart', method: 'POST', bucket, key, query: [['uploadId', uploadId]], body, headers });
+    return textOf(parseXml(await r.body.text()).CompleteMultipartUploadResult?.ETag).replace(/^"|"$/g, '');
+  }
+
+  async abortMultipart(bucket: string, key: string, uploadId: string): Promise<void> {
+    const r = await this.send({ op: 'abortMultipart', method: 'DELETE', bucket, key, query: [['uploadId', uploadId]], accept: [404] });
+    await r.body.dump();
+  }
+
+  async listParts(bucket: string, key: string, uploadId: string): Promise<Array<{ partNumber: number; etag: string; size: number }>> {
+    const r = await this.send({ op: 'listParts', method: 'GET', bucket, key, query: [['uploadId', uploadId]] });
+    const doc = parseXml(await r.body.text()).ListPartsResult ?? {};
+    return (doc.Part ?? []).map((p: any) => ({ partNumber: Number(textOf(p.PartNumber)), etag: textOf(p.ETag).replace(/^"|"$/g, ''), size: Number(textOf(p.Size)) }));
+  }
+}
+
+/** A typed error from an error response (XML body when there is one). */
+export function errorFrom(status: number, text: string, requestId?: string): SvcError {
+  let code = status === 404 ? 'NotFound' : status === 403 ? 'AccessDenied' : status === 412 ? 'PreconditionFailed' : `Http${status}`;
+  let message = `HTTP ${status}`;
+  if (text.includes('<Error')) {
+    try {
+      const e = parseXml(text).Error ?? {};
+      code = textOf(e.Code) || code;
+      message = textOf(e.Message) || message;
+      requestId = textOf(e.RequestId) || requestId;
+    } catch {
+      /* not XML after all: keep the status-derived code */
+    }
+  }
+  return new SvcError(code, message, status, requestId);
+}
