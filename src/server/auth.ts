@@ -5,7 +5,7 @@
 import { AWS, DIALECTS, Dialect, EMPTY_SHA256, SVC, UNSIGNED_PAYLOAD } from '../wire/dialect';
 import { SvcError } from '../wire/errors';
 import {
-  HeaderBag, MAX_PRESIGN_EXPIRES, canonicalRequest, encodePath, headerValue, parseAmzTimestamp, safeEqual,
+  HeaderBag, MAX_PRESIGN_EXPIRES, canonicalHeaders, canonicalQuery as canonicalQueryOf, encodePath, headerValue, parseAmzTimestamp, safeEqual,
   signatureOf, signingKey, stringToSign, v2Signature, v2StringToSign,
 } from '../wire/signer';
 import { ChunkSigning } from './chunked';
@@ -21,6 +21,8 @@ export interface RequestInfo {
   decodedPath: string;
   /** decoded query pairs in order */
   query: Array<[string, string]>;
+  /** the query string as received, without '?' */
+  rawQuery: string;
   headers: HeaderBag;
   now: number;
 }
@@ -85,15 +87,26 @@ export class Authenticator {
     return strict === r.rawPath ? [strict] : [strict, r.rawPath];
   }
 
+  /**
+   * Check a v4 signature. Besides the S3 canonical form, the path and query as
+   * received are tried: older curl (--aws-sigv4, 7.x) signs the query string
+   * unsorted and unencoded.
+   */
   private verifyV4(
     r: RequestInfo, d: Dialect, u: User, date8: string, region: string, service: string, ts: string,
-    signed: string[], query: Array<[string, string]>, payloadHash: string, given: string,
+    signed: string[], query: Array<[string, string]>, payloadHashes: string[], given: string,
   ): Buffer {
     const key = signingKey(d, u.secretAccessKey, date8, region, service);
     const scope = `${date8}/${region}/${service}/${d.terminator}`;
-    for (const uri of this.uris(r)) {
-      const creq = canonicalRequest({ method: r.method, canonicalUri: uri, query, headers: r.headers, signedHeaders: signed, payloadHash });
-      if (safeEqual(signatureOf(key, stringToSign(d, ts, scope, creq)), given)) return key;
+    const canonQuery = canonicalQueryOf(query);
+    const queries = r.rawQuery && query === r.query && r.rawQuery !== canonQuery ? [canonQuery, r.rawQuery] : [canonQuery];
+    for (const payloadHash of payloadHashes) {
+      for (const uri of this.uris(r)) {
+        for (const q of queries) {
+          const creq = [r.method.toUpperCase(), uri, q, canonicalHeaders(r.headers, signed), signed.join(';'), payloadHash].join('\n');
+          if (safeEqual(signatureOf(key, stringToSign(d, ts, scope, creq)), given)) return key;
+        }
+      }
     }
     throw err('SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided. Check your key and signing method.');
   }
@@ -132,10 +145,12 @@ export class Authenticator {
     }
     const u = this.user(ak);
     const claim = headerValue(r.headers, d.headerPrefix + 'content-sha256');
-    const verify = (payloadHash: string) => this.verifyV4(r, d, u, date8, region, service, ts, signed, r.query, payloadHash, sig);
+    const verify = (payloadHash: string, ...more: string[]) => this.verifyV4(r, d, u, date8, region, service, ts, signed, r.query, [payloadHash, ...more], sig);
     const base = { dialect: d, anonymous: false };
     if (claim === undefined) {
-      return { ...base, payload: { kind: 'deferred' }, finish: (bodySha = EMPTY_SHA256) => (verify(bodySha), u) };
+      // No stated hash: the signature covers the hash of the body received. curl 7.x
+      // signs the empty hash for uploads it streams (-T); that is taken as an unsigned payload.
+      return { ...base, payload: { kind: 'deferred' }, finish: (bodySha = EMPTY_SHA256) => (verify(bodySha, ...(bodySha === EMPTY_SHA256 ? [] : [EMPTY_SHA256])), u) };
     }
     if (claim === UNSIGNED_PAYLOAD || /^[0-9a-f]{64}$/.test(claim)) {
       verify(claim);
@@ -182,7 +197,7 @@ export class Authenticator {
     }
     const u = this.user(ak);
     const query = r.query.filter(([k]) => k !== `${p}Signature`);
-    this.verifyV4(r, d, u, date8, region, service, ts, signed, query, UNSIGNED_PAYLOAD, sig);
+    this.verifyV4(r, d, u, date8, region, service, ts, signed, query, [UNSIGNED_PAYLOAD], sig);
     return { dialect: d, anonymous: false, payload: { kind: 'unsigned' }, finish: () => u };
   }
 

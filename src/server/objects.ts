@@ -20,11 +20,14 @@ function canRead(ctx: Ctx, bucket: string): boolean {
   return !!ctx.user && Users.canRead(ctx.user, bucket);
 }
 
-/** The object, if the caller may read it; anonymous callers learn nothing about private keys. */
-function readable(ctx: Ctx): ObjectRow {
+/**
+ * The object, if the caller may read it; anonymous callers learn nothing about
+ * private keys. public-read grants the object's content and metadata, not its tags (as S3).
+ */
+function readable(ctx: Ctx, allowAnonymous = true): ObjectRow {
   const row = ctx.store.get(ctx.bucket, ctx.key);
   if (ctx.auth.anonymous) {
-    if (row?.publicRead) return row;
+    if (row?.publicRead && allowAnonymous) return row;
     throw new SvcError('AccessDenied', 'Access Denied');
   }
   if (!canRead(ctx, ctx.bucket)) throw new SvcError('AccessDenied', 'Access Denied');
@@ -401,7 +404,7 @@ export function deleteObject(ctx: Ctx): void {
 
 export function getTagging(ctx: Ctx): void {
   finishEmpty(ctx);
-  const row = readable(ctx);
+  const row = readable(ctx, false);
   sendXml(ctx, 200, 'Tagging', { TagSet: { Tag: row.tags.map(([Key, Value]) => ({ Key, Value })) } });
 }
 

@@ -127,7 +127,8 @@ export class SvcServer {
       ctx.bucket = slash < 0 ? decodedPath.slice(1) : decodedPath.slice(1, slash);
       ctx.key = slash < 0 ? '' : decodedPath.slice(slash + 1);
       ctx.query = new Map(query);
-      ctx.auth = this.auth.begin({ method: req.method ?? 'GET', rawPath, decodedPath, query, headers: req.headers, now: Date.now() });
+      const rawQuery = qAt < 0 ? '' : rawUrl.slice(qAt + 1);
+      ctx.auth = this.auth.begin({ method: req.method ?? 'GET', rawPath, decodedPath, query, rawQuery, headers: req.headers, now: Date.now() });
       ctx.dialect = ctx.auth.dialect;
       await this.route(ctx);
     } catch (e) {

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { Readable } from 'node:stream';
-import { Agent, Dispatcher, request } from 'undici';
+import { Agent, Dispatcher } from 'undici';
 import { Dialect, SVC, UNSIGNED_PAYLOAD, EMPTY_SHA256 } from './dialect';
 import { SvcError } from './errors';
 import { Credentials, encodePath, sha256Hex, signRequest, signRequestV2, uriEncode } from './signer';
@@ -154,13 +154,15 @@ export class SvcClient {
     if (this.ownDispatcher) await this.dispatcher.close();
   }
 
-  /** `http://host/bucket/key?query` with the path encoded once, S3-style. */
-  url(bucket: string, key?: string, query: Array<[string, string]> = []): URL {
-    const basePath = this.base.pathname.replace(/\/$/, '');
-    const u = new URL(this.base.toString());
-    u.pathname = basePath + encodePath(`/${bucket}${key !== undefined ? '/' + key : ''}`);
-    u.search = query.map(([k, v]) => (v === '' && ['delete', 'tagging', 'uploads', 'location'].includes(k) ? uriEncode(k) : `${uriEncode(k)}=${uriEncode(v)}`)).join('&');
-    return u;
+  /**
+   * Where a request goes: the encoded path (each key segment encoded once,
+   * S3-style, `.` and `..` kept as they are) and a URL for origin and query.
+   */
+  target(bucket: string, key?: string, query: Array<[string, string]> = []): { url: URL; path: string } {
+    const path = this.base.pathname.replace(/\/$/, '') + encodePath(`/${bucket}${key !== undefined ? '/' + key : ''}`);
+    const url = new URL(this.base.origin);
+    url.search = query.map(([k, v]) => (v === '' && ['delete', 'tagging', 'uploads', 'location'].includes(k) ? uriEncode(k) : `${uriEncode(k)}=${uriEncode(v)}`)).join('&');
+    return { url, path };
   }
 
   private h(name: string): string {
@@ -186,7 +188,7 @@ export class SvcClient {
   }
 
   private async sendOnce(o: SendOptions): Promise<Response> {
-    const url = this.url(o.bucket, o.key, o.query);
+    const { url, path } = this.target(o.bucket, o.key, o.query);
     const headers: Record<string, string> = { ...(o.headers ?? {}) };
     const len = bodyLength(o.body);
     if (o.body !== undefined || o.method === 'PUT' || o.method === 'POST') headers['content-length'] = String(len);
@@ -194,20 +196,22 @@ export class SvcClient {
     let signed: Record<string, string> = headers;
     if (this.opts.credentials) {
       if (this.opts.signature === 'v2') {
-        signed = signRequestV2({ dialect: this.dialect, method: o.method, url, headers, credentials: this.opts.credentials });
+        signed = signRequestV2({ dialect: this.dialect, method: o.method, url, path, headers, credentials: this.opts.credentials });
       } else {
         const payloadHash = o.sha256 ?? (o.body === undefined || len === 0 ? EMPTY_SHA256
           : typeof o.body === 'string' || Buffer.isBuffer(o.body) ? sha256Hex(o.body) : UNSIGNED_PAYLOAD);
-        signed = signRequest({ dialect: this.dialect, credentials: this.opts.credentials, region: this.region, method: o.method, url, headers, payloadHash });
+        signed = signRequest({ dialect: this.dialect, credentials: this.opts.credentials, region: this.region, method: o.method, url, path, headers, payloadHash });
       }
     }
     this.counts.set(o.op, (this.counts.get(o.op) ?? 0) + 1);
     this.opts.onRequest?.(o.op);
-    const res = await request(url, {
+    // Dispatcher.request takes the path as is; undici's request() would resolve dot segments.
+    const res = await this.dispatcher.request({
+      origin: url.origin,
+      path: path + url.search,
       method: o.method as Dispatcher.HttpMethod,
       headers: signed,
       body: o.body === undefined ? undefined : bodyStream(o.body),
-      dispatcher: this.dispatcher,
     });
     const rh = lowerHeaders(res.headers as Record<string, string | string[]>);
     if ((res.statusCode >= 200 && res.statusCode < 300) || o.accept?.includes(res.statusCode)) {

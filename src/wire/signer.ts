@@ -139,12 +139,21 @@ export interface SignRequestInput {
   method: string;
   /** full URL; its path must already be encoded (use encodePath) */
   url: URL;
+  /**
+   * the encoded path when it differs from url.pathname: WHATWG URLs resolve
+   * `.` and `..` segments, which are legitimate parts of object keys
+   */
+  path?: string;
   /** headers to send; `host` is added when missing */
   headers: Record<string, string>;
   /** hex SHA-256 of the body, or UNSIGNED-PAYLOAD */
   payloadHash: string;
+  /** sign the payload hash without sending it as a header (as curl --aws-sigv4 does) */
+  omitContentSha256?: boolean;
   now?: Date;
 }
+
+const UNSIGNED_HEADERS = new Set(['user-agent', 'expect', 'connection', 'transfer-encoding', 'keep-alive', 'authorization']);
 
 /** Query pairs of a URL, decoded, in order. */
 export function queryPairs(url: URL): Array<[string, string]> {
@@ -155,8 +164,8 @@ export function queryPairs(url: URL): Array<[string, string]> {
 
 /**
  * Sign in the header form: returns the headers to send (input headers plus
- * host, date, content hash and Authorization). Signs host, every
- * x-svc-/x-amz- header and content-md5/content-type when present.
+ * host, date, content hash and Authorization). Every header given is signed
+ * but those a proxy may legitimately change.
  */
 export function signRequest(i: SignRequestInput): Record<string, string> {
   const d = i.dialect;
@@ -166,14 +175,12 @@ export function signRequest(i: SignRequestInput): Record<string, string> {
   for (const [k, v] of Object.entries(i.headers)) headers[k.toLowerCase()] = v;
   headers.host ??= i.url.host;
   headers[d.headerPrefix + 'date'] = ts;
-  headers[d.headerPrefix + 'content-sha256'] = i.payloadHash;
-  const signed = Object.keys(headers)
-    .filter((n) => n === 'host' || n === 'content-md5' || n === 'content-type' || n.startsWith(d.headerPrefix))
-    .sort();
+  if (!i.omitContentSha256) headers[d.headerPrefix + 'content-sha256'] = i.payloadHash;
+  const signed = Object.keys(headers).filter((n) => !UNSIGNED_HEADERS.has(n)).sort();
   const scope = scopeOf(d, ts.slice(0, 8), i.region);
   const creq = canonicalRequest({
     method: i.method,
-    canonicalUri: i.url.pathname,
+    canonicalUri: i.path ?? i.url.pathname,
     query: queryPairs(i.url),
     headers,
     signedHeaders: signed,
@@ -191,6 +198,8 @@ export interface PresignInput {
   method: string;
   /** full URL with an encoded path; existing query parameters are signed too */
   url: URL;
+  /** the encoded path, when url.pathname would have resolved dot segments */
+  path?: string;
   expiresSeconds: number;
   /** extra headers the holder must send (x-svc-* ones are always signed) */
   headers?: Record<string, string>;
@@ -222,7 +231,7 @@ export function presignUrl(i: PresignInput): URL {
   url.searchParams.set(`${p}SignedHeaders`, signed.join(';'));
   const creq = canonicalRequest({
     method: i.method,
-    canonicalUri: url.pathname,
+    canonicalUri: i.path ?? url.pathname,
     query: queryPairs(url),
     headers,
     signedHeaders: signed,
@@ -233,6 +242,12 @@ export function presignUrl(i: PresignInput): URL {
   // URLSearchParams writes spaces as '+'; S3 wants %20 (and '+' would decode as a space there).
   url.search = url.search.replace(/\+/g, '%20');
   return url;
+}
+
+/** A pre-signed URL as text, with the exact encoded path (dot segments kept). */
+export function presignedUrlString(i: PresignInput & { path: string }): string {
+  const u = presignUrl(i);
+  return `${u.origin}${i.path}${u.search}`;
 }
 
 // ---- aws-chunked streaming payloads (signed chunks) ----
@@ -296,11 +311,11 @@ export function v2Signature(secret: string, sts: string): string {
 }
 
 /** Sign a request with the v2 scheme (header form). */
-export function signRequestV2(i: Omit<V2Input, 'dateOrExpires' | 'path' | 'query'> & { url: URL; credentials: Credentials; now?: Date }): Record<string, string> {
+export function signRequestV2(i: Omit<V2Input, 'dateOrExpires' | 'path' | 'query'> & { url: URL; path?: string; credentials: Credentials; now?: Date }): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(i.headers)) if (v !== undefined) headers[k.toLowerCase()] = String(v);
   headers.date = (i.now ?? new Date()).toUTCString();
-  const sts = v2StringToSign({ ...i, path: i.url.pathname, query: queryPairs(i.url), headers, dateOrExpires: headers.date });
+  const sts = v2StringToSign({ ...i, path: i.path ?? i.url.pathname, query: queryPairs(i.url), headers, dateOrExpires: headers.date });
   headers.authorization = `${i.dialect.v2Scheme} ${i.credentials.accessKeyId}:${v2Signature(i.credentials.secretAccessKey, sts)}`;
   return headers;
 }

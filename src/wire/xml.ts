@@ -6,13 +6,20 @@ export const DEFAULT_XML_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/';
 
 export class XmlError extends Error {}
 
+/** Elements that repeat, by path: always parsed as arrays, even when there is one. */
+const REPEATED = new Set([
+  'Delete.Object', 'DeleteResult.Deleted', 'DeleteResult.Error', 'Tagging.TagSet.Tag', 'CompleteMultipartUpload.Part',
+  'ListPartsResult.Part', 'ListBucketResult.Contents', 'ListBucketResult.CommonPrefixes', 'ListMultipartUploadsResult.Upload',
+  'ListAllMyBucketsResult.Buckets.Bucket',
+]);
+
 const parser = new XMLParser({
   ignoreAttributes: true,
   parseTagValue: false, // keys such as "007" or "true" stay strings
   trimValues: false,
   processEntities: true, // only the five predefined entities and character references
   htmlEntities: false,
-  isArray: (name) => ['Object', 'Tag', 'Part', 'Contents', 'CommonPrefixes', 'Deleted', 'Error', 'Upload'].includes(name),
+  isArray: (_name, jpath) => REPEATED.has(String(jpath)),
 });
 
 /** Parse a small XML document; throws XmlError on anything malformed or with a DOCTYPE. */

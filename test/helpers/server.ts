@@ -1,0 +1,92 @@
+// Start a real `svcfs serve` child process for a test, and stop it at teardown.
+import { ChildProcess, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { SVC, AWS, Dialect } from '../../src/wire/dialect';
+import { SvcClient } from '../../src/wire/client';
+
+export const ROOT = path.resolve(__dirname, '..', '..');
+export const CLI = path.join(ROOT, 'bin', 'svcfs.js');
+
+export const ADMIN = { accessKeyId: 'ADMINKEY000000000001', secretAccessKey: 'a'.repeat(64) };
+export const READER = { accessKeyId: 'READERKEY00000000002', secretAccessKey: 'b'.repeat(64) };
+
+export interface TestServer {
+  url: string;
+  port: number;
+  dataDir: string;
+  proc: ChildProcess;
+  logs: string[];
+  client(o?: { dialect?: Dialect; creds?: typeof ADMIN; signature?: 'v4' | 'v2' }): SvcClient;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** start again on the same data directory and port */
+  restart(): Promise<void>;
+}
+
+export function tmpDir(prefix: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `svcfs-${prefix}-`));
+}
+
+interface Tap {
+  teardown(fn: () => unknown): void;
+}
+
+export async function startServer(t: Tap, o: { buckets?: string[]; dataDir?: string; extraArgs?: string[] } = {}): Promise<TestServer> {
+  const dataDir = o.dataDir ?? tmpDir('data');
+  const users = {
+    users: [
+      { name: 'admin', ...ADMIN, read: ['*'], write: ['*'] },
+      { name: 'reader', ...READER, read: ['*'], write: [] },
+    ],
+  };
+  const usersFile = path.join(dataDir, 'users.json');
+  if (!fs.existsSync(usersFile)) fs.writeFileSync(usersFile, JSON.stringify(users), { mode: 0o600 });
+  const buckets = o.buckets ?? ['test', 'other'];
+  const clients: SvcClient[] = [];
+  const s: TestServer = {
+    url: '', port: 0, dataDir, proc: undefined as never, logs: [],
+    client: (c = {}) => {
+      const cl = new SvcClient({ endpoint: s.url, credentials: c.creds ?? ADMIN, dialect: c.dialect ?? SVC, signature: c.signature, maxAttempts: 1 });
+      clients.push(cl);
+      return cl;
+    },
+    stop: async (signal = 'SIGTERM') => {
+      if (s.proc.exitCode !== null || s.proc.signalCode !== null) return;
+      const exited = new Promise((r) => s.proc.once('exit', r));
+      s.proc.kill(signal);
+      await exited;
+    },
+    restart: async () => {
+      await launch(s.port);
+    },
+  };
+  const launch = async (port: number) => {
+    const args = [CLI, 'serve', '--data', dataDir, '--port', String(port), ...buckets.flatMap((b) => ['--bucket', b]), ...(o.extraArgs ?? [])];
+    const env = { ...process.env };
+    delete env.SVC_ACCESS_KEY_ID;
+    delete env.SVC_SECRET_ACCESS_KEY;
+    const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    s.proc = proc;
+    proc.stderr!.on('data', (d) => s.logs.push(String(d)));
+    const url = await new Promise<string>((ok, ko) => {
+      let out = '';
+      proc.stdout!.on('data', (d) => {
+        out += d;
+        const m = /listening on (\S+)/.exec(out);
+        if (m) ok(m[1]);
+      });
+      proc.once('exit', (code) => ko(new Error(`svcfs serve exited (${code}): ${s.logs.join('')}`)));
+    });
+    s.url = url;
+    s.port = Number(new URL(url).port);
+  };
+  await launch(0);
+  t.teardown(async () => {
+    for (const c of clients) await c.close().catch(() => undefined);
+    await s.stop('SIGKILL');
+  });
+  return s;
+}
+
+export { SVC, AWS };
