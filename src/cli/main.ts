@@ -1,6 +1,12 @@
-// The `svcfs` command line.
-import { Command, InvalidArgumentError } from 'commander';
+// The `svcfs` command line. Exit codes: 0 success, 1 failure at run time,
+// 2 wrong usage (unknown option, missing argument, bad value).
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { dialectByName } from '../wire/dialect';
+import { encodePath, MAX_PRESIGN_EXPIRES, presignedUrlString } from '../wire/signer';
+import { MountError } from '../fs/mount';
+import { loadCredentials, UsageError } from './config';
 import { makeLogger } from './log';
+import { mountCommand, parseTarget, statusCommand, unmountCommand } from './mount';
 import { serve } from './serve';
 
 function intArg(min: number, max: number) {
@@ -14,7 +20,7 @@ const collect = (v: string, prev: string[]) => [...prev, v];
 
 export function program(): Command {
   const p = new Command('svcfs')
-    .description('Mount an object storage bucket as a local directory; serve the object storage interface.')
+    .description('Mount an object storage bucket as a local directory, and serve the object storage interface.')
     .showHelpAfterError('(run with --help for usage)')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace', 'info')
     .option('--log-file <file>', 'write logs to this file instead of stderr');
@@ -35,20 +41,99 @@ every bucket; without them a user is created on first start and its keys printed
 Example:
   svcfs serve --data /var/lib/svcfs --bucket photos --bucket backup --port 9000`)
     .action(async (o) => {
-      if (o.bucket.length === 0) p.error('error: serve needs at least one --bucket NAME', { exitCode: 2 });
+      if (o.bucket.length === 0) throw new UsageError('serve needs at least one --bucket NAME');
       const g = p.opts();
       await serve(o, makeLogger(g.logLevel, g.logFile));
+    });
+
+  p.command('mount')
+    .description('mount BUCKET (or a PREFIX inside it) at MOUNTPOINT')
+    .argument('<bucket[:prefix]>', 'the bucket, optionally with a key prefix to mount')
+    .argument('<mountpoint>', 'an empty directory')
+    .option('--endpoint <url>', 'the service, e.g. http://127.0.0.1:9000')
+    .option('--region <region>', 'region to sign for', 'us-east-1')
+    .addOption(new Option('--dialect <dialect>', 'signing dialect: svc, or aws for any S3-compatible store').choices(['svc', 'aws']).default('svc'))
+    .addOption(new Option('--signature <v>', 'signature scheme').choices(['v4', 'v2']).default('v4'))
+    .option('-f, --foreground', 'stay attached (default: run in the background once mounted)')
+    .option('-o <options>', 'mount options, comma-separated (repeatable)', collect, [] as string[])
+    .option('--credentials <file>', 'credentials file (default ~/.config/svcfs/credentials, mode 600)')
+    .option('--profile <name>', 'profile in the credentials file', undefined)
+    .addHelpText('after', `
+Mount options (-o): allow_other, ro, uid=N, gid=N, umask=022, cache_ttl=SECONDS (30),
+  cache_dir=DIR (~/.cache/svcfs), retry_budget=SECONDS (60), nonempty,
+  and for mount(8)/fstab: endpoint=URL, region=R, dialect=svc|aws, profile=P, credentials=FILE
+
+Examples:
+  svcfs mount photos ~/photos --endpoint http://127.0.0.1:9000
+  svcfs mount backup:hosts/web1 /mnt/web1 --endpoint https://s3.example.com --dialect aws -o allow_other,cache_ttl=60
+  svcfs mount photos ~/photos --endpoint http://127.0.0.1:9000 --foreground --log-level debug`)
+    .action(async (target: string, mountpoint: string, o) => {
+      const g = p.opts();
+      await mountCommand(target, mountpoint, { ...o, logLevel: g.logLevel, logFile: g.logFile });
+    });
+
+  p.command('unmount')
+    .alias('umount')
+    .description('upload what is pending, then unmount')
+    .argument('<mountpoint>')
+    .option('--force', 'unmount at once, without waiting for pending uploads')
+    .option('--timeout <seconds>', 'how long to wait for pending uploads', intArg(1, 86400), 600)
+    .addHelpText('after', '\nExample:\n  svcfs unmount ~/photos')
+    .action((mountpoint: string, o) => unmountCommand(mountpoint, o));
+
+  p.command('status')
+    .description('cache, requests and pending uploads of a running mount')
+    .argument('<mountpoint>')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  svcfs status ~/photos')
+    .action((mountpoint: string, o) => statusCommand(mountpoint, o));
+
+  p.command('presign')
+    .description('print a pre-signed URL for one operation on one object')
+    .addArgument(new Argument('<method>', 'GET, PUT, HEAD or DELETE').choices(['GET', 'PUT', 'HEAD', 'DELETE']))
+    .argument('<bucket/key>', 'the object')
+    .requiredOption('--endpoint <url>', 'the service, e.g. http://127.0.0.1:9000')
+    .option('--region <region>', 'region to sign for', 'us-east-1')
+    .option('--expires <seconds>', `validity, 1 to ${MAX_PRESIGN_EXPIRES}`, intArg(1, MAX_PRESIGN_EXPIRES), 3600)
+    .addOption(new Option('--dialect <dialect>', 'signing dialect').choices(['svc', 'aws']).default('svc'))
+    .option('--credentials <file>', 'credentials file')
+    .option('--profile <name>', 'profile in the credentials file')
+    .addHelpText('after', `
+Examples:
+  svcfs presign GET photos/2024/cat.jpg --endpoint http://127.0.0.1:9000 --expires 600
+  curl "$(svcfs presign PUT photos/new.jpg --endpoint http://127.0.0.1:9000)" -T new.jpg`)
+    .action((method: string, object: string, o) => {
+      const at = object.indexOf('/');
+      if (at <= 0 || at === object.length - 1) throw new UsageError('the object must be BUCKET/KEY');
+      parseTarget(object.slice(0, at));
+      let base: URL;
+      try {
+        base = new URL(o.endpoint);
+      } catch {
+        throw new UsageError(`--endpoint must be a URL, got "${o.endpoint}"`);
+      }
+      const creds = loadCredentials(o);
+      const path = base.pathname.replace(/\/$/, '') + encodePath('/' + object);
+      process.stdout.write(presignedUrlString({
+        dialect: dialectByName(o.dialect), credentials: creds, region: o.region, method, url: new URL(base.origin), path,
+        expiresSeconds: o.expires,
+      }) + '\n');
     });
 
   return p;
 }
 
 export function main(argv: string[]): void {
-  program()
-    .exitOverride((e) => process.exit(e.exitCode === 1 && e.code !== 'commander.error' ? 2 : e.exitCode))
-    .parseAsync(argv, { from: 'user' })
-    .catch((e: Error) => {
-      process.stderr.write(`svcfs: ${e.message}\n`);
-      process.exit(1);
-    });
+  const p = program();
+  p.exitOverride();
+  for (const c of p.commands) c.exitOverride();
+  p.parseAsync(argv, { from: 'user' }).catch((e: unknown) => {
+    if (e instanceof CommanderError) {
+      // help and version exit 0; anything commander refused is a usage error
+      process.exit(e.exitCode === 0 ? 0 : 2);
+    }
+    const err = e as Error & { exitCode?: number };
+    process.stderr.write(`svcfs: ${err.message}\n`);
+    process.exit(err instanceof UsageError ? 2 : err instanceof MountError ? err.exitCode : 1);
+  });
 }

@@ -44,8 +44,12 @@ export function listObjects(ctx: Ctx): void {
   const marker = ctx.query.get('marker') ?? '';
   const after = v2 ? (ctoken !== undefined ? token.decode(ctoken) : startAfter) : marker;
   const page = ctx.store.list(ctx.bucket, prefix, delimiter, after, maxKeys);
+  // Extension (as MinIO's metadata=true): user metadata in each entry, so that a
+  // mount can show modes and times from a listing without a HEAD per object.
+  const withMeta = ctx.query.get('metadata') === 'true';
   const contents = page.contents.map((c) => ({
     Key: enc(c.key), LastModified: isoDate(c.mtime), ETag: `"${c.etag}"`, Size: c.size, StorageClass: 'STANDARD',
+    UserMetadata: withMeta ? { Entry: Object.entries(JSON.parse(c.meta) as Record<string, string>).map(([Name, Value]) => ({ Name, Value: enc(Value) })) } : undefined,
   }));
   const prefixes = page.prefixes.map((p) => ({ Prefix: enc(p) }));
   const body: XmlTree = { Name: ctx.bucket, Prefix: enc(prefix) };

@@ -53,6 +53,8 @@ export interface ListEntry {
   size: number;
   etag: string;
   mtime: number;
+  /** JSON of the user metadata */
+  meta: string;
 }
 
 export interface ListResult {
@@ -109,7 +111,7 @@ export class Store {
               VALUES (@bucket, @key, @segments, @size, @etag, @content_type, @mtime, @meta, @tags, @public_read, @headers)`),
       del: p('DELETE FROM objects WHERE bucket = ? AND key = ?'),
       setTags: p('UPDATE objects SET tags = ? WHERE bucket = ? AND key = ?'),
-      list: p(`SELECT key, size, etag, mtime FROM objects WHERE bucket = ? AND key > ? AND key >= ? ORDER BY key LIMIT ?`),
+      list: p(`SELECT key, size, etag, mtime, meta FROM objects WHERE bucket = ? AND key > ? AND key >= ? ORDER BY key LIMIT ?`),
       getUpload: p('SELECT * FROM uploads WHERE upload_id = ?'),
       putUpload: p(`INSERT INTO uploads (upload_id, bucket, key, created, content_type, meta, tags, public_read, headers)
                     VALUES (@upload_id, @bucket, @key, @created, @content_type, @meta, @tags, @public_read, @headers)`),

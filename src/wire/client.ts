@@ -68,11 +68,29 @@ export interface ObjectInfo {
   tagCount?: number;
 }
 
+export interface ListEntry {
+  key: string;
+  size: number;
+  etag: string;
+  lastModified: Date;
+  /** user metadata, when the server returns it (svcfs serve does with metadata=true) */
+  meta?: Record<string, string>;
+}
+
 export interface ListPage {
-  contents: Array<{ key: string; size: number; etag: string; lastModified: Date }>;
+  contents: ListEntry[];
   prefixes: string[];
   truncated: boolean;
   next?: string;
+}
+
+export interface ListOptions {
+  prefix?: string;
+  delimiter?: string;
+  startAfter?: string;
+  maxKeys?: number;
+  /** ask for user metadata in each entry (an extension of svcfs serve; other stores ignore it) */
+  metadata?: boolean;
 }
 
 export interface PutOptions {
@@ -346,8 +364,9 @@ export class SvcClient {
 
   // ---- listing ----
 
-  async listPage(bucket: string, o: { prefix?: string; delimiter?: string; token?: string; startAfter?: string; maxKeys?: number } = {}): Promise<ListPage> {
+  async listPage(bucket: string, o: ListOptions & { token?: string } = {}): Promise<ListPage> {
     const q: Array<[string, string]> = [['list-type', '2'], ['encoding-type', 'url']];
+    if (o.metadata) q.push(['metadata', 'true']);
     if (o.prefix) q.push(['prefix', o.prefix]);
     if (o.delimiter) q.push(['delimiter', o.delimiter]);
     if (o.token) q.push(['continuation-token', o.token]);
@@ -360,6 +379,7 @@ export class SvcClient {
     return {
       contents: (doc.Contents ?? []).map((c: any) => ({
         key: dec(textOf(c.Key)), size: Number(textOf(c.Size)), etag: textOf(c.ETag).replace(/^"|"$/g, ''), lastModified: new Date(textOf(c.LastModified)),
+        meta: c.UserMetadata ? Object.fromEntries((c.UserMetadata.Entry ?? []).map((e: any) => [textOf(e.Name), dec(textOf(e.Value))])) : undefined,
       })),
       prefixes: (doc.CommonPrefixes ?? []).map((p: any) => dec(textOf(p.Prefix))),
       truncated: textOf(doc.IsTruncated) === 'true',
@@ -368,7 +388,7 @@ export class SvcClient {
   }
 
   /** Every page of a listing, in order. */
-  async *list(bucket: string, o: { prefix?: string; delimiter?: string; startAfter?: string; maxKeys?: number } = {}): AsyncGenerator<ListPage> {
+  async *list(bucket: string, o: ListOptions = {}): AsyncGenerator<ListPage> {
     let token: string | undefined;
     for (;;) {
       const page = await this.listPage(bucket, { ...o, token, startAfter: token ? undefined : o.startAfter });

@@ -1,0 +1,172 @@
+// `svcfs mount`, `svcfs unmount`, `svcfs status`.
+import { spawn, execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as path from 'node:path';
+import { dialectByName } from '../wire/dialect';
+import { SvcClient } from '../wire/client';
+import { isMounted, MountError, runMount, statusSocket } from '../fs/mount';
+import { cacheDir, loadCredentials, parseMountOptions, UsageError } from './config';
+import { makeLogger } from './log';
+
+export interface MountCliOptions {
+  endpoint?: string;
+  region: string;
+  dialect: string;
+  signature: string;
+  foreground?: boolean;
+  o: string[];
+  credentials?: string;
+  profile?: string;
+  logLevel: string;
+  logFile?: string;
+}
+
+export function parseTarget(t: string): { bucket: string; prefix: string } {
+  const at = t.indexOf(':');
+  const bucket = at < 0 ? t : t.slice(0, at);
+  const prefix = at < 0 ? '' : t.slice(at + 1).replace(/^\/+/, '');
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new UsageError(`"${bucket}" is not a valid bucket name`);
+  return { bucket, prefix };
+}
+
+export async function mountCommand(target: string, mountpoint: string, o: MountCliOptions): Promise<void> {
+  const opts = parseMountOptions(o.o);
+  const p = opts.passthrough;
+  const endpoint = o.endpoint ?? p.endpoint;
+  if (!endpoint) throw new UsageError('mount needs --endpoint URL (or -o endpoint=URL)');
+  try {
+    const u = new URL(endpoint);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+  } catch {
+    throw new UsageError(`--endpoint must be an http:// or https:// URL, got "${endpoint}"`);
+  }
+  const { bucket, prefix } = parseTarget(target);
+  let dialect;
+  try {
+    dialect = dialectByName(p.dialect ?? o.dialect);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const signature = p.signature ?? o.signature;
+  if (signature !== 'v4' && signature !== 'v2') throw new UsageError('--signature must be v4 or v2');
+  const credentials = loadCredentials({ credentials: p.credentials ?? o.credentials, profile: p.profile ?? o.profile });
+  const logFile = p.log_file ?? o.logFile;
+  if (!o.foreground) return daemonize(target, mountpoint, o, logFile);
+  const log = makeLogger(p.log_level ?? o.logLevel, logFile);
+  const client = new SvcClient({
+    endpoint, credentials, region: p.region ?? o.region, dialect, signature,
+    retryBudgetMs: (opts.retryBudget ?? 60) * 1000,
+    onRetry: (op, attempt, err) => log.warn({ op, attempt, err: (err as Error).message }, 'retrying'),
+  });
+  await runMount({
+    client, endpoint, bucket, prefix, mountpoint, readOnly: opts.readOnly, allowOther: opts.allowOther,
+    uid: opts.uid ?? process.getuid!(), gid: opts.gid ?? process.getgid!(), umask: opts.umask ?? 0o022,
+    cacheTtlSec: opts.cacheTtl ?? 30, cacheDir: opts.cacheDir ?? cacheDir(), nonEmpty: opts.nonEmpty, log,
+    onReady: () => process.stdout.write(`mounted ${bucket}${prefix ? ':' + prefix : ''} at ${path.resolve(mountpoint)}\n`),
+  });
+}
+
+/** Default mode: run the mount in a detached child and return once it is up (or failed). */
+async function daemonize(target: string, mountpoint: string, o: MountCliOptions, logFile?: string): Promise<void> {
+  const log = logFile ?? path.join(cacheDir(), 'logs', `mount-${path.resolve(mountpoint).replace(/[^A-Za-z0-9]+/g, '_')}.log`);
+  fs.mkdirSync(path.dirname(log), { recursive: true });
+  const args = [process.argv[1], '--log-level', o.logLevel, '--log-file', log, 'mount', target, mountpoint, '--foreground',
+    '--region', o.region, '--dialect', o.dialect, '--signature', o.signature, ...o.o.flatMap((x) => ['-o', x])];
+  if (o.endpoint) args.push('--endpoint', o.endpoint);
+  if (o.credentials) args.push('--credentials', o.credentials);
+  if (o.profile) args.push('--profile', o.profile);
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+  let out = '';
+  let err = '';
+  const ready = await new Promise<boolean>((ok) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes('mounted ')) ok(true);
+    });
+    child.stderr!.on('data', (d) => { err += d; });
+    child.once('exit', () => ok(false));
+  });
+  if (!ready) throw new MountError(err.trim().replace(/^svcfs: /, '') || `the mount process exited (see ${log})`);
+  process.stdout.write(out.split('\n')[0] + ` (pid ${child.pid}, log ${log})\n`);
+  child.stdout!.destroy();
+  child.stderr!.destroy();
+  child.unref();
+}
+
+/** Ask the mount process to finish pending uploads and unmount; fall back to fusermount. */
+export async function unmountCommand(mountpoint: string, o: { force?: boolean; timeout: number }): Promise<void> {
+  const abs = path.resolve(mountpoint);
+  if (!isMounted(abs)) throw new MountError(`${abs} is not mounted`);
+  let pid: number | undefined;
+  try {
+    pid = (await getStatus(abs)).pid;
+  } catch {
+    pid = undefined;
+  }
+  if (pid && !o.force) {
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + o.timeout * 1000;
+    let shown = -1;
+    while (Date.now() < deadline) {
+      let alive = true;
+      try {
+        process.kill(pid, 0);
+      } catch {
+        alive = false;
+      }
+      if (!alive && !isMounted(abs)) return;
+      const st = await getStatus(abs).catch(() => undefined);
+      if (st && st.pendingUploads !== shown) {
+        shown = st.pendingUploads;
+        if (shown > 0) process.stderr.write(`waiting for ${shown} pending upload(s), ${st.pendingBytes} bytes\n`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new MountError(`${abs} did not unmount within ${o.timeout}s (pending uploads?); use --force to unmount anyway`);
+  }
+  try {
+    execFileSync('fusermount', ['-u', abs], { stdio: 'pipe' });
+  } catch {
+    execFileSync('umount', ['-l', abs], { stdio: 'pipe' });
+  }
+}
+
+export function getStatus(mountpoint: string): Promise<any> {
+  return new Promise((ok, ko) => {
+    const req = http.get({ socketPath: statusSocket(mountpoint), path: '/status', timeout: 5000 }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => {
+        try {
+          ok(JSON.parse(body));
+        } catch (e) {
+          ko(e);
+        }
+      });
+    });
+    req.on('error', ko);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+  });
+}
+
+export async function statusCommand(mountpoint: string, o: { json?: boolean }): Promise<void> {
+  const abs = path.resolve(mountpoint);
+  let s;
+  try {
+    s = await getStatus(abs);
+  } catch {
+    throw new MountError(isMounted(abs) ? `${abs} is mounted, but its svcfs process does not answer` : `${abs} is not an svcfs mount`);
+  }
+  if (o.json) {
+    process.stdout.write(JSON.stringify(s, null, 2) + '\n');
+    return;
+  }
+  const req = Object.entries(s.requests as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+  process.stdout.write([
+    `${s.mountpoint}: ${s.bucket}${s.prefix ? ':' + s.prefix : ''} at ${s.endpoint} (pid ${s.pid}, up ${s.uptimeSec}s)`,
+    `cache: ${s.cache.entries} entries, hit rate ${(s.cache.hitRate * 100).toFixed(1)}% (${s.cache.hits} hits, ${s.cache.misses} misses), ttl ${s.cache.ttlSec}s`,
+    `requests: ${req}; retries ${s.retries}`,
+    `open files ${s.openFiles}; pending uploads ${s.pendingUploads} (${s.pendingBytes} bytes); uploads ${s.uploads}, failed ${s.uploadErrors}${s.lastUploadError ? ` (last: ${s.lastUploadError})` : ''}`,
+  ].join('\n') + '\n');
+}

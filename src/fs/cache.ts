@@ -1,0 +1,99 @@
+// The metadata cache: what a path is (attributes), what it is not (negative
+// entries) and what a directory holds (listings), each with a TTL. The
+// service offers no change polling, so this stands in front of HEAD and
+// listing; the mount's own changes update it at once.
+import { LRUCache } from 'lru-cache';
+import { Attr } from './attrs';
+
+export interface Listing {
+  /** name -> attributes of each entry */
+  entries: Map<string, Attr>;
+}
+
+type Entry = { attr: Attr | null };
+
+export class MetaCache {
+  private readonly attrs: LRUCache<string, Entry>;
+  private readonly dirs: LRUCache<string, Listing>;
+  hits = 0;
+  misses = 0;
+
+  constructor(readonly ttlMs: number, max = 100_000, readonly negativeTtlMs = Math.min(ttlMs, 5_000)) {
+    this.attrs = new LRUCache<string, Entry>({ max, ttl: Math.max(ttlMs, 1), ttlAutopurge: false });
+    this.dirs = new LRUCache<string, Listing>({ max: Math.max(100, max / 100), ttl: Math.max(ttlMs, 1) });
+  }
+
+  get size(): number {
+    return this.attrs.size;
+  }
+
+  /** undefined: unknown; null: known not to exist; else the attributes. */
+  get(path: string): Attr | null | undefined {
+    if (this.ttlMs <= 0) return undefined;
+    const e = this.attrs.get(path);
+    if (e) {
+      this.hits++;
+      return e.attr;
+    }
+    // a fresh listing of the parent knows every child, and so what is absent
+    const slash = path.lastIndexOf('/');
+    const parent = slash <= 0 ? '/' : path.slice(0, slash);
+    const l = this.dirs.get(parent);
+    if (l) {
+      this.hits++;
+      return l.entries.get(path.slice(slash + 1)) ?? null;
+    }
+    this.misses++;
+    return undefined;
+  }
+
+  /** Age in ms of a positive entry, or undefined. */
+  age(path: string): number | undefined {
+    const rem = this.attrs.getRemainingTTL(path);
+    return rem > 0 && Number.isFinite(rem) ? this.ttlMs - rem : undefined;
+  }
+
+  set(path: string, attr: Attr): void {
+    if (this.ttlMs > 0) this.attrs.set(path, { attr });
+    const slash = path.lastIndexOf('/');
+    const l = this.dirs.get(slash <= 0 ? '/' : path.slice(0, slash), { allowStale: false });
+    l?.entries.set(path.slice(slash + 1), attr);
+  }
+
+  setMissing(path: string): void {
+    if (this.ttlMs > 0) this.attrs.set(path, { attr: null }, { ttl: this.negativeTtlMs });
+    const slash = path.lastIndexOf('/');
+    this.dirs.get(slash <= 0 ? '/' : path.slice(0, slash))?.entries.delete(path.slice(slash + 1));
+  }
+
+  listing(path: string): Listing | undefined {
+    if (this.ttlMs <= 0) return undefined;
+    const l = this.dirs.get(path);
+    if (l) this.hits++;
+    else this.misses++;
+    return l;
+  }
+
+  setListing(path: string, entries: Map<string, Attr>): void {
+    if (this.ttlMs <= 0) return;
+    this.dirs.set(path, { entries });
+    for (const [name, a] of entries) this.attrs.set(path === '/' ? `/${name}` : `${path}/${name}`, { attr: a });
+  }
+
+  /** Forget a path (and, for a directory, everything cached below it). */
+  invalidate(path: string, recursive = false): void {
+    this.attrs.delete(path);
+    this.dirs.delete(path);
+    if (recursive) {
+      const pre = path === '/' ? '/' : path + '/';
+      for (const k of [...this.attrs.keys()]) if (k.startsWith(pre)) this.attrs.delete(k);
+      for (const k of [...this.dirs.keys()]) if (k.startsWith(pre)) this.dirs.delete(k);
+    }
+  }
+
+  /** Drop the parent's listing (its set of children changed in a way not applied here). */
+  invalidateParent(path: string): void {
+    const slash = path.lastIndexOf('/');
+    this.dirs.delete(slash <= 0 ? '/' : path.slice(0, slash));
+  }
+}

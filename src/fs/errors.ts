@@ -1,0 +1,31 @@
+// Filesystem errors: an FsError carries the errno the application will see.
+import { constants } from 'node:os';
+import { SvcError } from '../wire/errors';
+
+export const E = constants.errno;
+
+export class FsError extends Error {
+  constructor(readonly errno: number, message?: string) {
+    super(message ?? `errno ${errno}`);
+  }
+}
+
+export function fsError(errno: number, message?: string): FsError {
+  return new FsError(errno, message);
+}
+
+/** The (negative) errno to hand to FUSE for any error. */
+export function toErrno(e: unknown): number {
+  if (e instanceof FsError) return -e.errno;
+  if (e instanceof SvcError) {
+    if (e.status === 404) return -E.ENOENT;
+    if (e.status === 403) return -E.EACCES;
+    if (e.code === 'EntityTooLarge') return -E.EFBIG;
+    if (e.code === 'KeyTooLongError') return -E.ENAMETOOLONG;
+    if (e.code === 'MetadataTooLarge') return -E.E2BIG;
+    return -E.EIO;
+  }
+  const code = (e as NodeJS.ErrnoException)?.code;
+  if (code && code in E) return -(E as Record<string, number>)[code];
+  return -E.EIO;
+}

@@ -1,0 +1,177 @@
+// Running a mount: check the mount point and the bucket, start FUSE with the
+// right options, answer `svcfs status` on a local socket, and on SIGINT/SIGTERM
+// (or an external unmount) upload what is pending, unmount and exit.
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Logger } from 'pino';
+import { SvcClient } from '../wire/client';
+import { SvcError } from '../wire/errors';
+import { SvcFs } from './filesystem';
+import { operations } from './ops';
+
+// fuse-native ships no types
+// eslint-disable-next-line @typescript-eslint/no-var-requires
+const Fuse: new (mnt: string, ops: object, opts: object) => FuseInstance = require('fuse-native');
+
+interface FuseInstance {
+  mount(cb: (err: Error | null) => void): void;
+  unmount(cb: (err: Error | null) => void): void;
+  _fuseOptions(): string;
+}
+
+export interface MountConfig {
+  client: SvcClient;
+  endpoint: string;
+  bucket: string;
+  prefix: string;
+  mountpoint: string;
+  readOnly: boolean;
+  allowOther: boolean;
+  uid: number;
+  gid: number;
+  umask: number;
+  cacheTtlSec: number;
+  cacheDir: string;
+  /** allow mounting over a non-empty directory */
+  nonEmpty: boolean;
+  log: Logger;
+  /** called once the mount is up (daemon mode tells its parent) */
+  onReady?: () => void;
+}
+
+export class MountError extends Error {
+  constructor(message: string, readonly exitCode = 1) {
+    super(message);
+  }
+}
+
+export function isMounted(mountpoint: string): boolean {
+  const abs = path.resolve(mountpoint);
+  const text = fs.readFileSync('/proc/mounts', 'utf8');
+  return text.split('\n').some((l) => l.split(' ')[1]?.replace(/\\040/g, ' ') === abs);
+}
+
+/** Where the status socket of a mount lives (derived from the mount point, so `svcfs status MNT` finds it). */
+export function statusSocket(mountpoint: string): string {
+  const dir = path.join(process.env.XDG_RUNTIME_DIR || os.tmpdir(), `svcfs-${process.getuid?.() ?? 0}`);
+  const id = createHash('sha256').update(path.resolve(mountpoint)).digest('hex').slice(0, 16);
+  return path.join(dir, `${id}.sock`);
+}
+
+function checkMountpoint(c: MountConfig): void {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(c.mountpoint);
+  } catch {
+    throw new MountError(`mount point ${c.mountpoint} does not exist`);
+  }
+  if (!st.isDirectory()) throw new MountError(`mount point ${c.mountpoint} is not a directory`);
+  if (isMounted(c.mountpoint)) throw new MountError(`${c.mountpoint} is already mounted`);
+  if (!c.nonEmpty && fs.readdirSync(c.mountpoint).length > 0) throw new MountError(`mount point ${c.mountpoint} is not empty (use -o nonempty to mount over it)`);
+}
+
+/** One request to the bucket, to fail early and clearly: unreachable, missing bucket, wrong keys. */
+export async function checkBucket(client: SvcClient, endpoint: string, bucket: string): Promise<void> {
+  try {
+    await client.listPage(bucket, { maxKeys: 1 });
+  } catch (e) {
+    if (e instanceof SvcError) {
+      if (e.code === 'NoSuchBucket') throw new MountError(`bucket "${bucket}" does not exist at ${endpoint}`);
+      if (e.code === 'InvalidAccessKeyId') throw new MountError(`the access key ID is not known to ${endpoint} (check SVC_ACCESS_KEY_ID or the credentials file)`);
+      if (e.code === 'SignatureDoesNotMatch') throw new MountError(`the secret access key does not match the access key ID (check SVC_SECRET_ACCESS_KEY or the credentials file)`);
+      if (e.code === 'RequestTimeTooSkewed') throw new MountError(`this machine's clock differs from the server's by more than 15 minutes`);
+      if (e.code === 'AccessDenied') throw new MountError(`access to bucket "${bucket}" is denied for these keys`);
+      throw new MountError(`${endpoint}: ${e.code}: ${e.message}`);
+    }
+    throw new MountError(`cannot reach ${endpoint}: ${(e as Error).message || (e as Error).name}`);
+  }
+}
+
+const TIMEOUTS = {
+  default: 60_000,
+  // Uploads happen at close and fsync, a directory rename copies every key:
+  // these may take as long as the data needs.
+  flush: false, fsync: false, release: false, rename: false, truncate: false, ftruncate: false,
+  read: 300_000, write: 300_000, open: 120_000, create: 120_000, readdir: 300_000,
+};
+
+export async function runMount(c: MountConfig): Promise<void> {
+  checkMountpoint(c);
+  await checkBucket(c.client, c.endpoint, c.bucket);
+  const key = createHash('sha256').update(`${c.endpoint}\0${c.bucket}\0${c.prefix}`).digest('hex').slice(0, 16);
+  const fsys = new SvcFs({
+    client: c.client, bucket: c.bucket, prefix: c.prefix, uid: c.uid, gid: c.gid, umask: c.umask, readOnly: c.readOnly,
+    cacheTtlMs: c.cacheTtlSec * 1000, stagingDir: path.join(c.cacheDir, key, 'staging'), log: c.log,
+  });
+  const ttl = Math.max(0, c.cacheTtlSec);
+  const extra = ['big_writes', 'max_write=131072', 'atomic_o_trunc', 'default_permissions', `negative_timeout=${Math.min(ttl, 5)}`];
+  if (c.readOnly) extra.push('ro');
+  if (c.nonEmpty) extra.push('nonempty');
+  class SvcFuse extends Fuse {
+    // fuse-native has no switch for these libfuse options; its option string carries them.
+    override _fuseOptions(): string {
+      const base: string = super._fuseOptions();
+      return (base ? base + ',' : '-o') + extra.join(',');
+    }
+  }
+  const fuse = new SvcFuse(c.mountpoint, operations(fsys, c.log), {
+    timeout: TIMEOUTS, allowOther: c.allowOther, fsname: `svcfs:${c.bucket}`, subtype: 'svcfs',
+    entryTimeout: ttl, attrTimeout: ttl, force: false, mkdir: false,
+  });
+  await new Promise<void>((ok, ko) => fuse.mount((err: Error | null) => (err ? ko(new MountError(`mount failed: ${err.message}`)) : ok())));
+  c.log.info({ bucket: c.bucket, prefix: c.prefix, mountpoint: c.mountpoint, endpoint: c.endpoint }, 'mounted');
+
+  const started = Date.now();
+  const status = () => {
+    const hits = fsys.cache.hits;
+    const misses = fsys.cache.misses;
+    return {
+      mountpoint: path.resolve(c.mountpoint), bucket: c.bucket, prefix: c.prefix, endpoint: c.endpoint, pid: process.pid,
+      uptimeSec: Math.round((Date.now() - started) / 1000),
+      cache: { entries: fsys.cache.size, hits, misses, hitRate: hits + misses ? hits / (hits + misses) : 0, ttlSec: c.cacheTtlSec },
+      requests: Object.fromEntries([...c.client.counts].sort()),
+      retries: c.client.retries,
+      ...fsys.stats(),
+    };
+  };
+  const sock = statusSocket(c.mountpoint);
+  fs.mkdirSync(path.dirname(sock), { recursive: true, mode: 0o700 });
+  fs.rmSync(sock, { force: true });
+  const control = http.createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify(status()));
+  });
+  await new Promise<void>((ok) => control.listen(sock, ok));
+
+  let stopping = false;
+  const stop = async (why: string, unmount: boolean) => {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(watch);
+    c.log.info({ why }, 'stopping: uploading what is pending');
+    const failed = await fsys.flushAll((left) => c.log.info({ left }, 'pending uploads'));
+    if (failed.length) c.log.error({ failed }, 'uploads failed; the data stays in the staging area');
+    if (unmount) {
+      await new Promise<void>((ok) => fuse.unmount((err: Error | null) => {
+        if (err) c.log.error({ err: err.message }, 'unmount failed');
+        ok();
+      }));
+    }
+    control.close();
+    fs.rmSync(sock, { force: true });
+    await c.client.close().catch(() => undefined);
+    c.log.info('unmounted');
+    c.log.flush?.();
+    setTimeout(() => process.exit(failed.length ? 1 : 0), 50);
+  };
+  process.on('SIGINT', () => void stop('SIGINT', true));
+  process.on('SIGTERM', () => void stop('SIGTERM', true));
+  // `fusermount -u` from outside: notice, finish, exit.
+  const watch = setInterval(() => {
+    if (!isMounted(c.mountpoint)) void stop('unmounted from outside', false);
+  }, 1000);
+  c.onReady?.();
+}

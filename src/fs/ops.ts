@@ -1,0 +1,64 @@
+// The FUSE operation table: each handler only adapts fuse-native's callback
+// convention to a SvcFs method (errors become negative errno values).
+import type { Logger } from 'pino';
+import { toStat } from './attrs';
+import { E, toErrno } from './errors';
+import { SvcFs } from './filesystem';
+
+type Cb = (code: number, ...rest: any[]) => void;
+
+export function operations(fs: SvcFs, log: Logger): Record<string, (...args: any[]) => void> {
+  /** Run an operation; answer cb(0, result) or cb(-errno). */
+  const run = <T>(op: string, path: string, cb: Cb, f: () => Promise<T>, ok: (r: T) => unknown[] = (r) => (r === undefined ? [] : [r])) => {
+    const started = Date.now();
+    f().then(
+      (r) => cb(0, ...ok(r)),
+      (e) => {
+        const errno = toErrno(e);
+        if (errno !== -E.ENOENT && errno !== -E.ENODATA) log.debug({ op, path, errno, err: (e as Error).message, ms: Date.now() - started }, 'operation failed');
+        cb(errno);
+      },
+    );
+  };
+  // read/write answer with a byte count where other operations answer 0
+  const io = (op: string, path: string, cb: Cb, f: () => Promise<number>) => {
+    f().then((n) => cb(n), (e) => {
+      log.debug({ op, path, err: (e as Error).message }, 'operation failed');
+      cb(toErrno(e));
+    });
+  };
+
+  return {
+    init: (cb: Cb) => cb(0),
+    access: (path: string, _mode: number, cb: Cb) => run('access', path, cb, () => fs.getattr(path), () => []),
+    statfs: (_path: string, cb: Cb) => cb(0, { bsize: 1 << 20, frsize: 1 << 20, blocks: 1 << 30, bfree: 1 << 30, bavail: 1 << 30, files: 1 << 30, ffree: 1 << 30, favail: 1 << 30, fsid: 0, flag: 0, namemax: 255 }),
+    getattr: (path: string, cb: Cb) => run('getattr', path, cb, () => fs.getattr(path), (a) => [toStat(a)]),
+    fgetattr: (path: string, _fd: number, cb: Cb) => run('fgetattr', path, cb, () => fs.getattr(path), (a) => [toStat(a)]),
+    readdir: (path: string, cb: Cb) => run('readdir', path, cb, () => fs.readdir(path), (names) => [names]),
+    open: (path: string, flags: number, cb: Cb) => run('open', path, cb, () => fs.open(path, flags), (fd) => [fd]),
+    create: (path: string, mode: number, cb: Cb) => run('create', path, cb, () => fs.create(path, mode), (fd) => [fd]),
+    read: (path: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => io('read', path, cb, () => fs.read(fd, buf, len, pos)),
+    write: (path: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => io('write', path, cb, () => fs.write(fd, buf, len, pos)),
+    flush: (path: string, fd: number, cb: Cb) => run('flush', path, cb, () => fs.flush(fd), () => []),
+    fsync: (path: string, _datasync: boolean, fd: number, cb: Cb) => run('fsync', path, cb, () => fs.flush(fd), () => []),
+    release: (path: string, fd: number, cb: Cb) => run('release', path, cb, () => fs.release(fd), () => []),
+    truncate: (path: string, size: number, cb: Cb) => run('truncate', path, cb, () => fs.truncate(path, size), () => []),
+    ftruncate: (path: string, fd: number, size: number, cb: Cb) => run('ftruncate', path, cb, () => fs.ftruncate(fd, size), () => []),
+    unlink: (path: string, cb: Cb) => run('unlink', path, cb, () => fs.unlink(path), () => []),
+    mkdir: (path: string, mode: number, cb: Cb) => run('mkdir', path, cb, () => fs.mkdir(path, mode), () => []),
+    rmdir: (path: string, cb: Cb) => run('rmdir', path, cb, () => fs.rmdir(path), () => []),
+    rename: (src: string, dest: string, cb: Cb) => run('rename', src, cb, () => fs.rename(src, dest), () => []),
+    chmod: (path: string, mode: number, cb: Cb) => run('chmod', path, cb, () => fs.chmod(path, mode), () => []),
+    chown: (path: string, uid: number, gid: number, cb: Cb) => run('chown', path, cb, () => fs.chown(path, uid, gid), () => []),
+    utimens: (path: string, atime: number, mtime: number, cb: Cb) => run('utimens', path, cb, () => fs.utimens(path, atime, mtime), () => []),
+    symlink: (target: string, path: string, cb: Cb) => run('symlink', path, cb, () => fs.symlink(target, path), () => []),
+    readlink: (path: string, cb: Cb) => run('readlink', path, cb, () => fs.readlink(path), (t) => [t]),
+    getxattr: (path: string, name: string, _pos: number, cb: Cb) => run('getxattr', path, cb, () => fs.getxattr(path, name), (v) => [v]),
+    listxattr: (path: string, cb: Cb) => run('listxattr', path, cb, () => fs.listxattr(path), (l) => [l]),
+    setxattr: (path: string, name: string, value: Buffer, _pos: number, _flags: number, cb: Cb) =>
+      run('setxattr', path, cb, () => fs.setxattr(path, name, Buffer.from(value)), () => []),
+    removexattr: (path: string, name: string, cb: Cb) => run('removexattr', path, cb, () => fs.removexattr(path, name), () => []),
+    opendir: (_path: string, _flags: number, cb: Cb) => cb(0, 0),
+    releasedir: (_path: string, _fd: number, cb: Cb) => cb(0),
+  };
+}

@@ -1,0 +1,125 @@
+// The bucket as the filesystem sees it: paths mapped to keys under the mount's
+// prefix, lookups (HEAD and a one-key listing in parallel), directory listings
+// with the attributes of every entry, and the multi-request operations
+// (directory rename, recursive delete) built from the client's operations.
+import { SvcClient, ObjectInfo } from '../wire/client';
+import { SvcError } from '../wire/errors';
+import { Attr, AttrDefaults, attrFromObject, implicitDir } from './attrs';
+
+export class Remote {
+  readonly prefix: string;
+
+  constructor(readonly client: SvcClient, readonly bucket: string, prefix: string, readonly defaults: AttrDefaults) {
+    this.prefix = prefix === '' || prefix.endsWith('/') ? prefix : prefix + '/';
+  }
+
+  /** '/a/b' -> 'PREFIX/a/b' */
+  key(path: string): string {
+    return this.prefix + path.slice(1);
+  }
+
+  /** the prefix under which a directory's entries live: 'PREFIX/a/b/' ('PREFIX' for the root) */
+  dirKey(path: string): string {
+    return path === '/' ? this.prefix : this.key(path) + '/';
+  }
+
+  attrOf(info: ObjectInfo, isDirMarker = false): Attr {
+    return attrFromObject(this.defaults, { size: info.size, lastModified: info.lastModified, etag: info.etag, meta: info.meta }, isDirMarker);
+  }
+
+  /** HEAD of one key; undefined when missing. */
+  async head(key: string): Promise<ObjectInfo | undefined> {
+    const r = await this.client.head(this.bucket, key);
+    return r === 'not-modified' ? undefined : r;
+  }
+
+  /**
+   * What a path is: a directory (a marker, or keys below it), a file or
+   * symlink, or nothing. A directory wins when both exist.
+   */
+  async stat(path: string): Promise<Attr | null> {
+    if (path === '/') return implicitDir(this.defaults);
+    const dk = this.dirKey(path);
+    const [info, page] = await Promise.all([
+      this.head(this.key(path)),
+      this.client.listPage(this.bucket, { prefix: dk, maxKeys: 1, metadata: true }),
+    ]);
+    if (page.contents.length || page.prefixes.length) {
+      const first = page.contents[0];
+      if (first && first.key === dk) {
+        return attrFromObject(this.defaults, { size: 0, lastModified: first.lastModified, etag: first.etag, meta: first.meta ?? {} }, true);
+      }
+      return implicitDir(this.defaults);
+    }
+    return info ? this.attrOf(info) : null;
+  }
+
+  /** Every entry of a directory with its attributes (from the listing alone: no HEAD per entry). */
+  async list(path: string): Promise<Map<string, Attr>> {
+    const dk = this.dirKey(path);
+    const out = new Map<string, Attr>();
+    for await (const page of this.client.list(this.bucket, { prefix: dk, delimiter: '/', metadata: true })) {
+      for (const c of page.contents) {
+        const name = c.key.slice(dk.length);
+        if (!validName(name) || out.get(name)?.kind === 'dir') continue;
+        out.set(name, attrFromObject(this.defaults, { size: c.size, lastModified: c.lastModified, etag: c.etag, meta: c.meta ?? {} }));
+      }
+      for (const p of page.prefixes) {
+        const name = p.slice(dk.length, -1);
+        if (validName(name)) out.set(name, implicitDir(this.defaults));
+      }
+    }
+    return out;
+  }
+
+  /** Is anything below this directory besides its marker? */
+  async hasChildren(path: string): Promise<boolean> {
+    const dk = this.dirKey(path);
+    const page = await this.client.listPage(this.bucket, { prefix: dk, maxKeys: 2 });
+    return page.contents.some((c) => c.key !== dk) || page.prefixes.length > 0;
+  }
+
+  /** Every key below a directory (marker included), for recursive operations. */
+  async allKeys(path: string): Promise<string[]> {
+    const keys: string[] = [];
+    for await (const page of this.client.list(this.bucket, { prefix: this.dirKey(path) })) for (const c of page.contents) keys.push(c.key);
+    return keys;
+  }
+
+  /**
+   * Rename a directory: copy every key, then batch-delete the sources. On a
+   * failure while copying, the sources stay (the copies made are removed).
+   */
+  async renameDir(from: string, to: string, concurrency = 8): Promise<number> {
+    const src = this.dirKey(from);
+    const dst = this.dirKey(to);
+    const keys = await this.allKeys(from);
+    const copied: string[] = [];
+    let next = 0;
+    let failure: unknown;
+    await Promise.all(Array.from({ length: Math.min(concurrency, keys.length) }, async () => {
+      while (next < keys.length && !failure) {
+        const k = keys[next++];
+        try {
+          const target = dst + k.slice(src.length);
+          await this.client.copy({ bucket: this.bucket, key: k }, this.bucket, target);
+          copied.push(target);
+        } catch (e) {
+          failure ??= e;
+        }
+      }
+    }));
+    if (failure) {
+      await this.client.deleteMany(this.bucket, copied).catch(() => undefined);
+      throw failure;
+    }
+    const res = await this.client.deleteMany(this.bucket, keys);
+    if (res.errors.length) throw new SvcError(res.errors[0].code, `could not delete ${res.errors.length} source keys, first ${res.errors[0].key}: ${res.errors[0].message}`);
+    return keys.length;
+  }
+}
+
+/** Keys whose last segment cannot be a file name are not shown. */
+export function validName(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && Buffer.byteLength(name) <= 255;
+}

@@ -1,0 +1,159 @@
+// A file open for writing: its bytes live in a staging file in the cache
+// directory, so random writes, appends, overwrites in the middle and truncation
+// all work. When the file already exists as an object, its content is fetched
+// lazily, one chunk at a time, only where a read or a partial write needs it
+// (and all of it just before upload); a write that covers whole chunks, or
+// O_TRUNC, fetches nothing.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { SvcClient } from '../wire/client';
+import { Attr } from './attrs';
+
+export const FILL_CHUNK = 1024 * 1024;
+
+export interface Base {
+  key: string;
+  size: number;
+  etag?: string;
+}
+
+export class Staged {
+  readonly file: string;
+  private fh!: fs.promises.FileHandle;
+  size: number;
+  /** bytes of the base object still part of the file: min(base size, smallest truncation) */
+  private baseLimit: number;
+  private filled: Uint8Array;
+  private fills = new Map<number, Promise<void>>();
+  /** bumps on every change; an upload records the generation it sent */
+  gen = 0;
+  uploadedGen = 0;
+  refs = 0;
+  deleted = false;
+  /** attributes to record with the upload */
+  attr: Attr;
+  uploading?: Promise<void>;
+  lastError?: unknown;
+
+  private constructor(
+    dir: string,
+    public path: string,
+    private readonly client: SvcClient,
+    private readonly bucket: string,
+    public base: Base | undefined,
+    attr: Attr,
+  ) {
+    this.file = path_join(dir);
+    this.size = base?.size ?? 0;
+    this.baseLimit = base?.size ?? 0;
+    this.filled = new Uint8Array(Math.ceil(this.baseLimit / FILL_CHUNK));
+    this.attr = { ...attr };
+  }
+
+  static async create(dir: string, fsPath: string, client: SvcClient, bucket: string, base: Base | undefined, attr: Attr): Promise<Staged> {
+    const s = new Staged(dir, fsPath, client, bucket, base, attr);
+    s.fh = await fs.promises.open(s.file, 'w+', 0o600);
+    if (s.size > 0) await s.fh.truncate(s.size);
+    if (!base) s.gen = 1; // a new file is dirty until uploaded, even when empty
+    return s;
+  }
+
+  get dirty(): boolean {
+    return this.gen !== this.uploadedGen;
+  }
+
+  touch(): void {
+    this.gen++;
+  }
+
+  /** Fetch base chunk i into the staging file unless it is there already. */
+  private fill(i: number): Promise<void> {
+    if (!this.base || this.filled[i] || i * FILL_CHUNK >= this.baseLimit) return Promise.resolve();
+    let p = this.fills.get(i);
+    if (!p) {
+      const start = i * FILL_CHUNK;
+      const end = Math.min(this.baseLimit, start + FILL_CHUNK);
+      const base = this.base;
+      p = (async () => {
+        const r = await this.client.get(this.bucket, base.key, { range: [start, end - 1], ifMatch: base.etag });
+        const data = Buffer.from(await r.body.arrayBuffer());
+        if (data.length !== end - start) throw new Error(`short read of ${base.key}: ${data.length} of ${end - start} bytes`);
+        // only the part still within the base limit (a truncation may have happened meanwhile)
+        const keep = Math.max(0, Math.min(data.length, this.baseLimit - start));
+        if (keep > 0) await this.fh.write(data, 0, keep, start);
+        this.filled[i] = 1;
+      })().finally(() => this.fills.delete(i));
+      this.fills.set(i, p);
+    }
+    return p;
+  }
+
+  private async fillRange(start: number, end: number): Promise<void> {
+    const jobs: Promise<void>[] = [];
+    for (let i = Math.floor(start / FILL_CHUNK); i * FILL_CHUNK < Math.min(end, this.baseLimit); i++) jobs.push(this.fill(i));
+    await Promise.all(jobs);
+  }
+
+  /** Everything of the base still in the file, fetched (before an upload). */
+  async fillAll(concurrency = 8): Promise<void> {
+    const n = Math.ceil(this.baseLimit / FILL_CHUNK);
+    let next = 0;
+    await Promise.all(Array.from({ length: Math.min(concurrency, n) }, async () => {
+      while (next < n) await this.fill(next++);
+    }));
+  }
+
+  async read(buf: Buffer, len: number, pos: number): Promise<number> {
+    if (pos >= this.size) return 0;
+    const end = Math.min(this.size, pos + len);
+    await this.fillRange(pos, end);
+    const { bytesRead } = await this.fh.read(buf, 0, end - pos, pos);
+    return bytesRead;
+  }
+
+  async write(buf: Buffer, len: number, pos: number): Promise<number> {
+    const end = pos + len;
+    // Chunks only partly overwritten need their base bytes first; wholly
+    // overwritten ones need nothing (unless a fill is already under way: let it land first).
+    if (pos < this.baseLimit) {
+      const jobs: Promise<void>[] = [];
+      for (let i = Math.floor(pos / FILL_CHUNK); i * FILL_CHUNK < Math.min(end, this.baseLimit); i++) {
+        const cs = i * FILL_CHUNK;
+        const ce = Math.min(this.baseLimit, cs + FILL_CHUNK);
+        const inFlight = this.fills.get(i);
+        if (inFlight) jobs.push(inFlight);
+        else if (pos <= cs && end >= ce) this.filled[i] = 1;
+        else jobs.push(this.fill(i));
+      }
+      await Promise.all(jobs);
+    }
+    const { bytesWritten } = await this.fh.write(buf, 0, len, pos);
+    if (end > this.size) this.size = end;
+    this.attr.mtime = Date.now();
+    this.touch();
+    return bytesWritten;
+  }
+
+  async truncate(size: number): Promise<void> {
+    if (size < this.baseLimit) this.baseLimit = size;
+    await this.fh.truncate(size);
+    this.size = size;
+    this.attr.mtime = Date.now();
+    this.touch();
+  }
+
+  /** fsync the staging file, so staged data survives a crash of the mount. */
+  async sync(): Promise<void> {
+    await this.fh.sync();
+  }
+
+  async close(remove: boolean): Promise<void> {
+    await this.fh.close().catch(() => undefined);
+    if (remove) await fs.promises.rm(this.file, { force: true });
+  }
+}
+
+function path_join(dir: string): string {
+  return path.join(dir, `${Date.now()}-${randomBytes(6).toString('hex')}`);
+}
