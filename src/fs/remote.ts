@@ -66,7 +66,9 @@ export class Remote {
       }
       for (const p of page.prefixes) {
         const name = p.slice(dk.length, -1);
-        if (validName(name)) out.set(name, implicitDir(this.defaults));
+        if (!validName(name)) continue;
+        const marker = page.prefixMeta.get(p);
+        out.set(name, marker ? attrFromObject(this.defaults, { size: 0, lastModified: new Date(this.defaults.mountTime), meta: marker }, true) : implicitDir(this.defaults));
       }
     }
     return out;

@@ -44,14 +44,16 @@ export function listObjects(ctx: Ctx): void {
   const marker = ctx.query.get('marker') ?? '';
   const after = v2 ? (ctoken !== undefined ? token.decode(ctoken) : startAfter) : marker;
   const page = ctx.store.list(ctx.bucket, prefix, delimiter, after, maxKeys);
-  // Extension (as MinIO's metadata=true): user metadata in each entry, so that a
-  // mount can show modes and times from a listing without a HEAD per object.
+  // Extension (as MinIO's metadata=true): user metadata in each entry, and for a
+  // common prefix that has a directory marker, the marker's, so that a mount can
+  // show modes and times from a listing without a HEAD per object.
   const withMeta = ctx.query.get('metadata') === 'true';
+  const metaXml = (json: string) => ({ Entry: Object.entries(JSON.parse(json) as Record<string, string>).map(([Name, Value]) => ({ Name, Value: enc(Value) })) });
   const contents = page.contents.map((c) => ({
     Key: enc(c.key), LastModified: isoDate(c.mtime), ETag: `"${c.etag}"`, Size: c.size, StorageClass: 'STANDARD',
-    UserMetadata: withMeta ? { Entry: Object.entries(JSON.parse(c.meta) as Record<string, string>).map(([Name, Value]) => ({ Name, Value: enc(Value) })) } : undefined,
+    UserMetadata: withMeta ? metaXml(c.meta) : undefined,
   }));
-  const prefixes = page.prefixes.map((p) => ({ Prefix: enc(p) }));
+  const prefixes = page.prefixes.map((p) => ({ Prefix: enc(p), UserMetadata: withMeta && page.markers.has(p) ? metaXml(page.markers.get(p)!) : undefined }));
   const body: XmlTree = { Name: ctx.bucket, Prefix: enc(prefix) };
   if (v2) {
     if (ctoken !== undefined) body.ContinuationToken = ctoken;

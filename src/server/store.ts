@@ -60,6 +60,8 @@ export interface ListEntry {
 export interface ListResult {
   contents: ListEntry[];
   prefixes: string[];
+  /** for common prefixes that have a marker object (`dir/`), its metadata JSON */
+  markers: Map<string, string>;
   truncated: boolean;
   /** the last key or common prefix returned: where the next page starts after */
   last?: string;
@@ -233,7 +235,7 @@ export class Store {
    * with a delimiter, keys below a common prefix collapse into it.
    */
   list(bucket: string, prefix: string, delimiter: string, after: string, maxKeys: number): ListResult {
-    const out: ListResult = { contents: [], prefixes: [], truncated: false };
+    const out: ListResult = { contents: [], prefixes: [], markers: new Map(), truncated: false };
     let excl = after;
     let incl = prefix;
     // Resuming after a common prefix (the last thing a page returned) skips everything below it.
@@ -265,6 +267,7 @@ export class Store {
         if (at >= 0) {
           const cp = prefix + rest.slice(0, at + delimiter.length);
           out.prefixes.push(cp);
+          if (r.key === cp) out.markers.set(cp, r.meta); // the marker sorts first below its prefix
           out.last = cp;
           incl = prefixSuccessor(cp);
           excl = '';

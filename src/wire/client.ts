@@ -80,6 +80,8 @@ export interface ListEntry {
 export interface ListPage {
   contents: ListEntry[];
   prefixes: string[];
+  /** metadata of the directory markers of common prefixes, when the server returns it */
+  prefixMeta: Map<string, Record<string, string>>;
   truncated: boolean;
   next?: string;
 }
@@ -379,9 +381,10 @@ export class SvcClient {
     return {
       contents: (doc.Contents ?? []).map((c: any) => ({
         key: dec(textOf(c.Key)), size: Number(textOf(c.Size)), etag: textOf(c.ETag).replace(/^"|"$/g, ''), lastModified: new Date(textOf(c.LastModified)),
-        meta: c.UserMetadata ? Object.fromEntries((c.UserMetadata.Entry ?? []).map((e: any) => [textOf(e.Name), dec(textOf(e.Value))])) : undefined,
+        meta: c.UserMetadata ? metaOf(c.UserMetadata, dec) : undefined,
       })),
       prefixes: (doc.CommonPrefixes ?? []).map((p: any) => dec(textOf(p.Prefix))),
+      prefixMeta: new Map((doc.CommonPrefixes ?? []).filter((p: any) => p.UserMetadata).map((p: any) => [dec(textOf(p.Prefix)), metaOf(p.UserMetadata, dec)])),
       truncated: textOf(doc.IsTruncated) === 'true',
       next: textOf(doc.NextContinuationToken) || undefined,
     };
@@ -431,6 +434,10 @@ export class SvcClient {
     const doc = parseXml(await r.body.text()).ListPartsResult ?? {};
     return (doc.Part ?? []).map((p: any) => ({ partNumber: Number(textOf(p.PartNumber)), etag: textOf(p.ETag).replace(/^"|"$/g, ''), size: Number(textOf(p.Size)) }));
   }
+}
+
+function metaOf(um: any, dec: (s: string) => string): Record<string, string> {
+  return Object.fromEntries((um.Entry ?? []).map((e: any) => [textOf(e.Name), dec(textOf(e.Value))]));
 }
 
 /** A typed error from an error response (XML body when there is one). */

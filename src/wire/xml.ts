@@ -9,7 +9,7 @@ export class XmlError extends Error {}
 /** Elements that repeat, by path: always parsed as arrays, even when there is one. */
 const REPEATED = new Set([
   'Delete.Object', 'DeleteResult.Deleted', 'DeleteResult.Error', 'Tagging.TagSet.Tag', 'CompleteMultipartUpload.Part',
-  'ListPartsResult.Part', 'ListBucketResult.Contents', 'ListBucketResult.Contents.UserMetadata.Entry', 'ListBucketResult.CommonPrefixes', 'ListMultipartUploadsResult.Upload',
+  'ListPartsResult.Part', 'ListBucketResult.Contents', 'ListBucketResult.Contents.UserMetadata.Entry', 'ListBucketResult.CommonPrefixes.UserMetadata.Entry', 'ListBucketResult.CommonPrefixes', 'ListMultipartUploadsResult.Upload',
   'ListAllMyBucketsResult.Buckets.Bucket',
 ]);
 

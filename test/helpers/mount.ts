@@ -1,0 +1,87 @@
+// Run `svcfs mount --foreground` as a separate process (as users do) and drive
+// the mount with real commands. Teardown always unmounts, also on failure.
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import { promisify } from 'node:util';
+import { ADMIN, CLI, TestServer, tmpDir } from './server';
+
+const execFileP = promisify(execFile);
+
+export interface TestMount {
+  mnt: string;
+  proc: ChildProcess;
+  logs: string[];
+  status(): Promise<any>;
+  stop(): Promise<void>;
+}
+
+function mounted(mnt: string): boolean {
+  return fs.readFileSync('/proc/mounts', 'utf8').split('\n').some((l) => l.split(' ')[1] === mnt);
+}
+
+/** Unmount whatever is left at mnt: fusermount -u, then umount -l. */
+export async function forceUnmount(mnt: string): Promise<void> {
+  if (!mounted(mnt)) return;
+  await execFileP('fusermount', ['-u', mnt]).catch(() => undefined);
+  if (mounted(mnt)) await execFileP('umount', ['-l', mnt]).catch(() => undefined);
+}
+
+interface Tap {
+  teardown(fn: () => unknown): void;
+}
+
+export async function startMount(t: Tap, s: TestServer, o: { target?: string; options?: string[]; args?: string[] } = {}): Promise<TestMount> {
+  const mnt = tmpDir('mnt');
+  const cache = tmpDir('cache');
+  const options = ['cache_ttl=2', `cache_dir=${cache}`, 'retry_budget=3', ...(o.options ?? [])];
+  const env = { ...process.env, SVC_ACCESS_KEY_ID: ADMIN.accessKeyId, SVC_SECRET_ACCESS_KEY: ADMIN.secretAccessKey };
+  const proc = spawn(process.execPath, [CLI, '--log-level', 'debug', 'mount', o.target ?? 'test', mnt, '--endpoint', s.url, '--foreground',
+    '-o', options.join(','), ...(o.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: string[] = [];
+  proc.stderr!.on('data', (d) => logs.push(String(d)));
+  const m: TestMount = {
+    mnt, proc, logs,
+    status: async () => JSON.parse((await execFileP(process.execPath, [CLI, 'status', mnt, '--json'])).stdout),
+    stop: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        const exited = new Promise((r) => proc.once('exit', r));
+        proc.kill('SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+        if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      }
+      await forceUnmount(mnt);
+    },
+  };
+  t.teardown(async () => {
+    await m.stop();
+    fs.rmSync(mnt, { recursive: true, force: true });
+    fs.rmSync(cache, { recursive: true, force: true });
+  });
+  await new Promise<void>((ok, ko) => {
+    let out = '';
+    proc.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes('mounted ')) ok();
+    });
+    proc.once('exit', (code) => ko(new Error(`svcfs mount exited (${code}): ${logs.join('')}`)));
+  });
+  return m;
+}
+
+/** Run a command; resolves with stdout, rejects with stderr on failure. */
+export async function sh(cmd: string, opts: { cwd?: string; timeout?: number } = {}): Promise<string> {
+  const r = await execFileP('bash', ['-c', cmd], { cwd: opts.cwd, timeout: opts.timeout ?? 300_000, maxBuffer: 64 * 1024 * 1024 });
+  return r.stdout;
+}
+
+/** Run a command and return its exit code and output, without throwing. */
+export async function shStatus(cmd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await execFileP('bash', ['-c', cmd], { timeout: 300_000, maxBuffer: 64 * 1024 * 1024 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e: any) {
+    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
