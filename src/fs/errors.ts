@@ -4,6 +4,8 @@ import { SvcError } from '../wire/errors';
 
 export const E = constants.errno;
 
+const LOCAL = new Set(['ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE', 'EFBIG', 'ENOMEM', 'EINVAL']);
+
 export class FsError extends Error {
   constructor(readonly errno: number, message?: string) {
     super(message ?? `errno ${errno}`);
@@ -25,7 +27,8 @@ export function toErrno(e: unknown): number {
     if (e.code === 'MetadataTooLarge') return -E.E2BIG;
     return -E.EIO;
   }
+  // Local failures (the staging disk) keep their meaning; network failures are EIO.
   const code = (e as NodeJS.ErrnoException)?.code;
-  if (code && code in E) return -(E as Record<string, number>)[code];
+  if (code && LOCAL.has(code)) return -(E as Record<string, number>)[code];
   return -E.EIO;
 }

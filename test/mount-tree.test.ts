@@ -1,0 +1,88 @@
+// Directories through the mount: a 300-file tree renamed and removed, empty
+// directories as markers, and the request counts of ls -l (svcfs status).
+import t from 'tap';
+import * as fs from 'node:fs';
+import { sh, shStatus, startMount } from './helpers/mount';
+import { startServer, tmpDir } from './helpers/server';
+
+async function keysUnder(c: ReturnType<Awaited<ReturnType<typeof startServer>>['client']>, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const p of c.list('test', { prefix })) keys.push(...p.contents.map((o) => o.key));
+  return keys;
+}
+
+t.test('directory trees', async (t) => {
+  const s = await startServer(t);
+  const c = s.client();
+  const m = await startMount(t, s);
+  const M = m.mnt;
+  const local = tmpDir('tree');
+  t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
+
+  t.test('a tree of 300 files: copied, renamed, removed', async (t) => {
+    await sh(`cd ${local} && for d in $(seq 1 10); do mkdir -p tree/d$d/sub; for f in $(seq 1 15); do echo "$d/$f" > tree/d$d/f$f; echo "$d/s$f" > tree/d$d/sub/s$f; done; done`);
+    t.equal((await sh(`find ${local}/tree -type f | wc -l`)).trim(), '300');
+    await sh(`cp -r ${local}/tree ${M}/tree`);
+    t.equal((await keysUnder(c, 'tree/')).filter((k) => !k.endsWith('/')).length, 300, '300 objects in the bucket');
+    await sh(`mv ${M}/tree ${M}/renamed`);
+    t.same(await keysUnder(c, 'tree/'), [], 'no key left under the old name');
+    const moved = await keysUnder(c, 'renamed/');
+    t.equal(moved.filter((k) => !k.endsWith('/')).length, 300, 'every file under the new name');
+    t.equal((await c.getBuffer('test', 'renamed/d7/sub/s11')).toString(), '7/s11\n');
+    t.equal((await sh(`find ${M}/renamed -type f | wc -l`)).trim(), '300');
+    await sh(`diff -r ${local}/tree ${M}/renamed`);
+    await sh(`rm -r ${M}/renamed`);
+    t.same(await keysUnder(c, 'renamed/'), [], 'rm -r removed every key');
+    t.not((await shStatus(`ls ${M}/renamed`)).code, 0);
+  });
+
+  t.test('an empty directory persists as a marker', async (t) => {
+    await sh(`mkdir -p ${M}/empty/inner`);
+    t.ok(await c.head('test', 'empty/inner/'), 'marker object empty/inner/');
+    t.match(await sh(`ls ${M}/empty`), /inner/);
+    await sh(`echo x > ${M}/empty/inner/file`);
+    t.match((await shStatus(`rmdir ${M}/empty/inner`)).stderr, /not empty/i, 'rmdir of a non-empty directory: ENOTEMPTY');
+    await sh(`rm ${M}/empty/inner/file && rmdir ${M}/empty/inner`);
+    t.equal(await c.head('test', 'empty/inner/'), undefined, 'rmdir removes the marker');
+    t.ok(await c.head('test', 'empty/'));
+  });
+
+  t.test('an empty directory survives a remount', async (t) => {
+    await sh(`mkdir ${M}/kept`);
+    const m2 = await startMount(t, s);
+    t.equal((await sh(`stat -c %F ${m2.mnt}/kept`)).trim(), 'directory');
+    t.equal((await sh(`ls -A ${m2.mnt}/kept`)).trim(), '');
+  });
+});
+
+t.test('request counts: ls -l', async (t) => {
+  const s = await startServer(t);
+  const c = s.client();
+  const keys = Array.from({ length: 2000 }, (_, i) => `big/obj${String(i).padStart(4, '0')}`);
+  for (let i = 0; i < keys.length; i += 200) await Promise.all(keys.slice(i, i + 200).map((k) => c.put('test', k, 'x')));
+  await c.put('test', 'small/a', 'a');
+  await c.put('test', 'small/b', 'b');
+  const m = await startMount(t, s, { options: ['cache_ttl=60'] });
+  const M = m.mnt;
+  const req = async () => (await m.status()).requests as Record<string, number>;
+  const diff = (a: Record<string, number>, b: Record<string, number>) =>
+    Object.fromEntries(Object.keys({ ...a, ...b }).map((k) => [k, (b[k] ?? 0) - (a[k] ?? 0)]).filter(([, v]) => v !== 0));
+
+  await sh(`ls ${M}`);
+  const r0 = await req();
+  const out = await sh(`ls -l ${M}/small`);
+  t.match(out, /-rw-r--r-- .* a\n/);
+  const r1 = await req();
+  t.same(diff(r0, r1), { list: 1 }, 'first ls -l of a directory: one list request');
+  await sh(`ls -l ${M}/small`);
+  t.same(diff(r1, await req()), {}, 'a second ls -l within the TTL sends no request');
+
+  const r2 = await req();
+  const big = await sh(`ls -l ${M}/big`);
+  t.equal(big.trim().split('\n').length, 2001, 'total line and 2000 entries');
+  const d = diff(r2, await req());
+  t.same(d, { list: 2 }, `ls -l of a 2000-object directory: 2 list requests and no HEAD (${JSON.stringify(d)})`);
+  const st = await sh(`${process.execPath} ${__dirname}/../bin/svcfs.js status ${M}`);
+  t.match(st, /cache: \d+ entries, hit rate/);
+  t.match(st, /requests: .*list \d+/);
+});
