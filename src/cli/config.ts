@@ -91,6 +91,7 @@ export function parseMountOptions(list: string[]): MountOpts {
     const at = item.indexOf('=');
     const k = at < 0 ? item : item.slice(0, at);
     const v = at < 0 ? '' : item.slice(at + 1);
+    if (k.startsWith('x-') || k === 'comment') continue; // for mount(8) and systemd
     if (at < 0 && FLAGS.has(k)) {
       if (k === 'allow_other') o.allowOther = true;
       if (k === 'ro') o.readOnly = true;

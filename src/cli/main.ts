@@ -8,6 +8,7 @@ import { loadCredentials, UsageError } from './config';
 import { makeLogger } from './log';
 import { mountCommand, parseTarget, statusCommand, unmountCommand } from './mount';
 import { serve } from './serve';
+import { demo } from './demo';
 
 function intArg(min: number, max: number) {
   return (v: string) => {
@@ -70,6 +71,17 @@ Examples:
     .action(async (target: string, mountpoint: string, o) => {
       const g = p.opts();
       await mountCommand(target, mountpoint, { ...o, logLevel: g.logLevel, logFile: g.logFile });
+    });
+
+  p.command('demo')
+    .description('try svcfs: a local server with a sample bucket, mounted at ./mnt (Ctrl-C stops)')
+    .argument('[mountpoint]', 'where to mount', 'mnt')
+    .option('--data <dir>', 'data directory (default ~/.local/share/svcfs/demo, kept between runs)')
+    .option('--port <port>', 'server port (another free one when taken)', intArg(0, 65535), 9000)
+    .addHelpText('after', '\nExample:\n  svcfs demo            # then, in another terminal: ls -l mnt')
+    .action((mountpoint: string, o) => {
+      const g = p.opts();
+      return demo({ ...o, mountpoint }, makeLogger(g.logLevel === 'info' ? 'warn' : g.logLevel, g.logFile));
     });
 
   p.command('unmount')

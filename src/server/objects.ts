@@ -1,7 +1,5 @@
 // Object operations: get, head, put, copy, delete, and the tagging endpoints.
-import { PassThrough } from 'node:stream';
 import * as fs from 'node:fs';
-import { pipeline } from 'node:stream/promises';
 import { SvcError } from '../wire/errors';
 import { parseXml, textOf, XmlError } from '../wire/xml';
 import { uriEncode } from '../wire/signer';
@@ -216,6 +214,25 @@ export function parseRange(spec: string | undefined, size: number): [number, num
   return [start, end];
 }
 
+/** Write one chunk, waiting for the destination to drain (or fail) when it asks to. */
+async function writeChunk(out: NodeJS.WritableStream, chunk: Buffer): Promise<void> {
+  if (out.write(chunk)) return;
+  await new Promise<void>((ok, ko) => {
+    const done = (e?: Error) => {
+      out.off('drain', onDrain);
+      out.off('close', onClose);
+      out.off('error', done);
+      if (e) ko(e);
+      else ok();
+    };
+    const onDrain = () => done();
+    const onClose = () => done(new Error('destination closed'));
+    out.once('drain', onDrain);
+    out.once('close', onClose);
+    out.once('error', done);
+  });
+}
+
 /** Stream [start, end] of an object's segments (already opened as fds) into `out`. */
 export async function streamSegments(row: ObjectRow, fds: number[], start: number, end: number, out: NodeJS.WritableStream): Promise<void> {
   let base = 0;
@@ -227,7 +244,7 @@ export async function streamSegments(row: ObjectRow, fds: number[], start: numbe
         const s = Math.max(start, base) - base;
         const e = Math.min(end, segEnd) - base;
         const rs = fs.createReadStream('', { fd: fds[i], start: s, end: e, autoClose: false, highWaterMark: 256 * 1024 });
-        await pipeline(rs, out as NodeJS.WritableStream & PassThrough, { end: false });
+        for await (const chunk of rs) await writeChunk(out, chunk as Buffer);
       }
       base += seg.size;
     }
