@@ -8,6 +8,7 @@ export const REDACT = [
 ];
 
 export function makeLogger(level = 'info', file?: string): Logger {
-  const dest = file ? pino.destination({ dest: file, mkdir: true, sync: false }) : pino.destination(2);
+  // Synchronous writes: a command may exit right after logging, and nothing may be lost then.
+  const dest = file ? pino.destination({ dest: file, mkdir: true, sync: true }) : pino.destination({ dest: 2, sync: true });
   return pino({ level, redact: { paths: REDACT, censor: '[redacted]' }, base: { pid: process.pid } }, dest);
 }

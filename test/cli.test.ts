@@ -1,0 +1,158 @@
+// The command line as a user runs it: demo, mount -t svcfs, an fstab line,
+// clear errors with reliable exit codes, presign, help.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { forceUnmount, sh, shStatus, sleep } from './helpers/mount';
+import { ADMIN, CLI, ROOT, startServer, tmpDir } from './helpers/server';
+
+const node = process.execPath;
+const envCreds = `SVC_ACCESS_KEY_ID=${ADMIN.accessKeyId} SVC_SECRET_ACCESS_KEY=${ADMIN.secretAccessKey}`;
+const mounted = (m: string) => fs.readFileSync('/proc/mounts', 'utf8').split('\n').some((l) => l.split(' ')[1] === m);
+
+function credFile(mode = 0o600): string {
+  const f = path.join(tmpDir('creds'), 'credentials');
+  fs.writeFileSync(f, `[default]\naccess_key_id = ${ADMIN.accessKeyId}\nsecret_access_key = ${ADMIN.secretAccessKey}\n[other]\naccess_key_id = X\n`, { mode });
+  fs.chmodSync(f, mode);
+  return f;
+}
+
+t.test('svcfs demo comes up, works, and Ctrl-C leaves nothing behind', async (t) => {
+  const cwd = tmpDir('demo');
+  const data = tmpDir('demodata');
+  const mnt = path.join(cwd, 'mnt');
+  const p = spawn(node, [CLI, 'demo', '--data', data, '--port', '0'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.teardown(async () => {
+    if (p.exitCode === null) p.kill('SIGKILL');
+    await forceUnmount(mnt);
+  });
+  let out = '';
+  p.stdout!.on('data', (d) => (out += d));
+  p.stderr!.on('data', (d) => (out += d));
+  for (let i = 0; i < 150 && !out.includes('Press Ctrl-C'); i++) await sleep(100);
+  t.match(out, /server listening on http:\/\/127\.0\.0\.1:\d+/);
+  t.match(out, /mounted at .*mnt/);
+  t.match(await sh(`ls ${mnt}`), /README.txt/);
+  await sh(`echo from-test > ${mnt}/docs/new.txt`);
+  const link = /curl '([^']+)'/.exec(out)![1];
+  t.match(await sh(`curl -sf '${link}'`), /svcfs demo bucket/, 'the printed pre-signed link works with curl');
+  const exited = new Promise((r) => p.once('exit', r));
+  p.kill('SIGINT');
+  const code = await Promise.race([exited, sleep(20_000).then(() => 'timeout')]);
+  t.equal(code, 0, 'exits 0 on Ctrl-C');
+  t.notOk(mounted(mnt), 'no mount left');
+  t.equal((await shStatus(`pgrep -f "${mnt}"`)).code, 1, 'no process left');
+  const again = spawn(node, [CLI, 'demo', '--data', data, '--port', '0'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out2 = '';
+  again.stdout!.on('data', (d) => (out2 += d));
+  for (let i = 0; i < 150 && !out2.includes('Press Ctrl-C'); i++) await sleep(100);
+  t.equal(await sh(`cat ${mnt}/docs/new.txt`), 'from-test\n', 'the demo bucket is kept between runs');
+  const ex2 = new Promise((r) => again.once('exit', r));
+  again.kill('SIGINT');
+  await ex2;
+  t.notOk(mounted(mnt));
+});
+
+t.test('mount -t svcfs, an fstab line, svcfs unmount', async (t) => {
+  const s = await startServer(t);
+  const c = s.client();
+  await c.put('test', 'hello.txt', 'hi from the bucket');
+  const helper = '/sbin/mount.svcfs';
+  const hadHelper = fs.existsSync(helper);
+  if (!hadHelper) fs.symlinkSync(path.join(ROOT, 'bin', 'mount.svcfs'), helper);
+  const creds = credFile();
+  const mnt = tmpDir('mnt-t');
+  const cache = tmpDir('cache');
+  t.teardown(async () => {
+    await forceUnmount(mnt);
+    if (!hadHelper) fs.rmSync(helper, { force: true });
+  });
+  const opts = `endpoint=${s.url},credentials=${creds},cache_dir=${cache},allow_other`;
+  await sh(`mount -t svcfs test ${mnt} -o ${opts}`);
+  t.ok(mounted(mnt), 'mount -t svcfs mounted');
+  t.equal(await sh(`cat ${mnt}/hello.txt`), 'hi from the bucket');
+  t.match(fs.readFileSync('/proc/mounts', 'utf8'), new RegExp(`svcfs:test ${mnt} fuse.svcfs .*allow_other`));
+  await sh(`${node} ${CLI} unmount ${mnt}`);
+  t.notOk(mounted(mnt), 'svcfs unmount');
+
+  const fstab = path.join(tmpDir('fstab'), 'fstab');
+  fs.writeFileSync(fstab, `# test fstab\ntest:sub ${mnt} svcfs ${opts},_netdev,noauto,x-systemd.automount 0 0\n`);
+  await c.put('test', 'sub/inner.txt', 'inside the prefix');
+  await sh(`mount -T ${fstab} ${mnt}`);
+  t.ok(mounted(mnt), 'mounted from an fstab line (with _netdev and a prefix)');
+  t.equal(await sh(`cat ${mnt}/inner.txt`), 'inside the prefix');
+  await sh(`echo written > ${mnt}/w.txt`);
+  t.equal((await c.getBuffer('test', 'sub/w.txt')).toString(), 'written\n');
+  await sh(`fusermount -u ${mnt}`);
+  t.notOk(mounted(mnt), 'fusermount -u');
+  await sleep(1500);
+  t.equal((await shStatus(`pgrep -f "mount test:sub ${mnt}"`)).code, 1, 'the mount process exits after an outside unmount');
+});
+
+t.test('errors: a clear message and a non-zero exit code', async (t) => {
+  const s = await startServer(t);
+  const empty = tmpDir('mnt-e');
+  const full = tmpDir('mnt-f');
+  fs.writeFileSync(path.join(full, 'x'), 'x');
+  const loose = credFile(0o644);
+  const busy = tmpDir('mnt-busy');
+  const cache = tmpDir('cache');
+  t.teardown(() => forceUnmount(busy));
+  await sh(`${envCreds} ${node} ${CLI} mount test ${busy} --endpoint ${s.url} -o cache_dir=${cache}`);
+  const cases: Array<[string, string, RegExp, number]> = [
+    ['unknown option', `${node} ${CLI} mount --bogus`, /unknown option '--bogus'/, 2],
+    ['unknown command', `${node} ${CLI} frobnicate`, /unknown command/, 2],
+    ['missing endpoint', `${envCreds} ${node} ${CLI} mount test ${empty}`, /needs --endpoint/, 2],
+    ['bad endpoint', `${envCreds} ${node} ${CLI} mount test ${empty} --endpoint ftp://x`, /must be an http/, 2],
+    ['bad bucket name', `${envCreds} ${node} ${CLI} mount Bad_Bucket ${empty} --endpoint ${s.url}`, /not a valid bucket name/, 2],
+    ['unknown mount option', `${envCreds} ${node} ${CLI} mount test ${empty} --endpoint ${s.url} -o frob=1`, /unknown mount option "frob=1"/, 2],
+    ['mount point missing', `${envCreds} ${node} ${CLI} mount test /nonexistent/dir --endpoint ${s.url}`, /does not exist/, 1],
+    ['mount point not empty', `${envCreds} ${node} ${CLI} mount test ${full} --endpoint ${s.url}`, /not empty/, 1],
+    ['already mounted', `${envCreds} ${node} ${CLI} mount test ${busy} --endpoint ${s.url}`, /already mounted/, 1],
+    ['credentials file readable by others', `${node} ${CLI} mount test ${empty} --endpoint ${s.url} --credentials ${loose}`, /can be read by others/, 2],
+    ['profile missing', `${node} ${CLI} mount test ${empty} --endpoint ${s.url} --credentials ${credFile()} --profile nope`, /no profile \[nope\]/, 2],
+    ['server unreachable', `${envCreds} ${node} ${CLI} mount test ${empty} --endpoint http://127.0.0.1:1 -o retry_budget=1`, /cannot reach http:\/\/127\.0\.0\.1:1/, 1],
+    ['bucket missing', `${envCreds} ${node} ${CLI} mount nosuchbucket ${empty} --endpoint ${s.url}`, /bucket "nosuchbucket" does not exist/, 1],
+    ['unknown access key', `SVC_ACCESS_KEY_ID=NOSUCHKEY00000000000 SVC_SECRET_ACCESS_KEY=${ADMIN.secretAccessKey} ${node} ${CLI} mount test ${empty} --endpoint ${s.url}`, /access key ID is not known/, 1],
+    ['wrong secret', `SVC_ACCESS_KEY_ID=${ADMIN.accessKeyId} SVC_SECRET_ACCESS_KEY=${'0'.repeat(64)} ${node} ${CLI} mount test ${empty} --endpoint ${s.url}`, /secret access key does not match/, 1],
+    ['no credentials', `HOME=${tmpDir('home')} ${node} ${CLI} mount test ${empty} --endpoint ${s.url}`, /no credentials/, 2],
+    ['presign expiry too long', `${envCreds} ${node} ${CLI} presign GET test/k --endpoint ${s.url} --expires 604801`, /expected a whole number from 1 to 604800/, 2],
+    ['presign expiry zero', `${envCreds} ${node} ${CLI} presign GET test/k --endpoint ${s.url} --expires 0`, /from 1 to 604800/, 2],
+    ['presign bad method', `${envCreds} ${node} ${CLI} presign POST test/k --endpoint ${s.url}`, /Allowed choices are GET, PUT, HEAD, DELETE/, 2],
+    ['presign without key', `${envCreds} ${node} ${CLI} presign GET test --endpoint ${s.url}`, /BUCKET\/KEY/, 2],
+    ['serve without bucket', `${node} ${CLI} serve --data ${tmpDir('d')}`, /at least one --bucket/, 2],
+    ['status of a non-mount', `${node} ${CLI} status ${empty}`, /not an svcfs mount/, 1],
+    ['unmount of a non-mount', `${node} ${CLI} unmount ${empty}`, /is not mounted/, 1],
+  ];
+  for (const [name, cmd, msg, code] of cases) {
+    const r = await shStatus(cmd);
+    t.equal(r.code, code, `${name}: exit ${code}`);
+    t.match(r.stderr, msg, `${name}: says so`);
+    t.ok(r.stderr.trim().split('\n').length <= 3, `${name}: a short message`);
+  }
+  t.same(fs.readdirSync(empty), [], 'nothing mounted on failure');
+});
+
+t.test('presign: plain curl downloads, and not after expiry', async (t) => {
+  const s = await startServer(t);
+  const c = s.client();
+  await c.put('test', 'shared/report 2024.txt', 'the report');
+  const url = (await sh(`${envCreds} ${node} ${CLI} presign GET "test/shared/report 2024.txt" --endpoint ${s.url} --expires 2`)).trim();
+  t.match(url, /^http:\/\/127\.0\.0\.1:\d+\/test\/shared\/report%202024\.txt\?X-Svc-Algorithm=SVC4-HMAC-SHA256&/);
+  t.equal(await sh(`curl -sf '${url}'`), 'the report');
+  const put = (await sh(`${envCreds} ${node} ${CLI} presign PUT test/up.txt --endpoint ${s.url} --expires 60`)).trim();
+  await sh(`echo uploaded | curl -sf -T - '${put}' -H 'Content-Length: 9' || printf uploaded | curl -sf --data-binary @- -X PUT '${put}'`);
+  t.match((await c.getBuffer('test', 'up.txt')).toString(), /^uploaded/);
+  await sleep(3500);
+  const late = await shStatus(`curl -s -o /dev/null -w '%{http_code}' '${url}'`);
+  t.equal(late.stdout, '403', 'refused after expiry');
+});
+
+t.test('--help for every command, with examples', async (t) => {
+  for (const cmd of ['', 'serve', 'mount', 'unmount', 'status', 'presign', 'demo']) {
+    const r = await shStatus(`${node} ${CLI} ${cmd} --help`);
+    t.equal(r.code, 0, `svcfs ${cmd} --help`);
+    if (cmd) t.match(r.stdout, /Example/, `svcfs ${cmd} --help has examples`);
+  }
+});
