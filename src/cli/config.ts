@@ -72,6 +72,8 @@ export interface MountOpts {
   cacheDir?: string;
   nonEmpty: boolean;
   retryBudget?: number;
+  writeBack?: number;
+  conflictCheck: boolean;
   /** options for fstab/mount(8) that mount.svcfs handles: endpoint=, region=, dialect=, profile=, credentials= */
   passthrough: Record<string, string>;
 }
@@ -81,7 +83,7 @@ const PASSTHROUGH = new Set(['endpoint', 'region', 'dialect', 'profile', 'creden
 
 /** `-o a,b=c` strings (repeatable) in the usual FUSE style. */
 export function parseMountOptions(list: string[]): MountOpts {
-  const o: MountOpts = { allowOther: false, readOnly: false, nonEmpty: false, passthrough: {} };
+  const o: MountOpts = { allowOther: false, readOnly: false, nonEmpty: false, conflictCheck: true, passthrough: {} };
   const int = (k: string, v: string, base = 10) => {
     const n = parseInt(v, base);
     if (!/^\d+$/.test(v) || Number.isNaN(n)) throw new UsageError(`-o ${k}= needs a number, got "${v}"`);
@@ -105,6 +107,11 @@ export function parseMountOptions(list: string[]): MountOpts {
       case 'cache_ttl': o.cacheTtl = int(k, v); break;
       case 'cache_dir': o.cacheDir = v; break;
       case 'retry_budget': o.retryBudget = int(k, v); break;
+      case 'write_back': o.writeBack = int(k, v); break;
+      case 'conflict_check':
+        if (v !== 'on' && v !== 'off') throw new UsageError('-o conflict_check= takes on or off');
+        o.conflictCheck = v === 'on';
+        break;
       default:
         if (PASSTHROUGH.has(k) && at > 0) o.passthrough[k] = v;
         else throw new UsageError(`unknown mount option "${item}"`);

@@ -63,6 +63,7 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
     client, endpoint, bucket, prefix, mountpoint, readOnly: opts.readOnly, allowOther: opts.allowOther,
     uid: opts.uid ?? process.getuid!(), gid: opts.gid ?? process.getgid!(), umask: opts.umask ?? 0o022,
     cacheTtlSec: opts.cacheTtl ?? 30, cacheDir: opts.cacheDir ?? cacheDir(), nonEmpty: opts.nonEmpty, log,
+    writeBackSec: opts.writeBack ?? 0, conflictCheck: opts.conflictCheck,
     onReady: () => process.stdout.write(`mounted ${bucket}${prefix ? ':' + prefix : ''} at ${path.resolve(mountpoint)}\n`),
   });
 }
@@ -168,5 +169,6 @@ export async function statusCommand(mountpoint: string, o: { json?: boolean }): 
     `cache: ${s.cache.entries} entries, hit rate ${(s.cache.hitRate * 100).toFixed(1)}% (${s.cache.hits} hits, ${s.cache.misses} misses), ttl ${s.cache.ttlSec}s`,
     `requests: ${req}; retries ${s.retries}`,
     `open files ${s.openFiles}; pending uploads ${s.pendingUploads} (${s.pendingBytes} bytes); uploads ${s.uploads}, failed ${s.uploadErrors}${s.lastUploadError ? ` (last: ${s.lastUploadError})` : ''}`,
+    `write-back ${s.writeBackSec ? `${s.writeBackSec}s` : 'off (upload on close)'}; conflicts kept ${s.conflicts}; revalidated ${s.revalidated}; recovered at start ${s.recovered}`,
   ].join('\n') + '\n');
 }

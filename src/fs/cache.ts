@@ -15,12 +15,19 @@ type Entry = { attr: Attr | null };
 export class MetaCache {
   private readonly attrs: LRUCache<string, Entry>;
   private readonly dirs: LRUCache<string, Listing>;
+  /** the last attributes seen for a path, kept past the TTL for conditional revalidation */
+  private readonly known: LRUCache<string, Attr>;
   hits = 0;
   misses = 0;
 
   constructor(readonly ttlMs: number, max = 100_000, readonly negativeTtlMs = Math.min(ttlMs, 5_000)) {
     this.attrs = new LRUCache<string, Entry>({ max, ttl: Math.max(ttlMs, 1), ttlAutopurge: false });
     this.dirs = new LRUCache<string, Listing>({ max: Math.max(100, max / 100), ttl: Math.max(ttlMs, 1) });
+    this.known = new LRUCache<string, Attr>({ max });
+  }
+
+  lastKnown(path: string): Attr | undefined {
+    return this.known.get(path);
   }
 
   get size(): number {
@@ -54,6 +61,7 @@ export class MetaCache {
   }
 
   set(path: string, attr: Attr): void {
+    this.known.set(path, attr);
     if (this.ttlMs > 0) this.attrs.set(path, { attr });
     const slash = path.lastIndexOf('/');
     const l = this.dirs.get(slash <= 0 ? '/' : path.slice(0, slash), { allowStale: false });
@@ -61,6 +69,7 @@ export class MetaCache {
   }
 
   setMissing(path: string): void {
+    this.known.delete(path);
     if (this.ttlMs > 0) this.attrs.set(path, { attr: null }, { ttl: this.negativeTtlMs });
     const slash = path.lastIndexOf('/');
     this.dirs.get(slash <= 0 ? '/' : path.slice(0, slash))?.entries.delete(path.slice(slash + 1));
@@ -77,12 +86,17 @@ export class MetaCache {
   setListing(path: string, entries: Map<string, Attr>): void {
     if (this.ttlMs <= 0) return;
     this.dirs.set(path, { entries });
-    for (const [name, a] of entries) this.attrs.set(path === '/' ? `/${name}` : `${path}/${name}`, { attr: a });
+    for (const [name, a] of entries) {
+      const p = path === '/' ? `/${name}` : `${path}/${name}`;
+      this.attrs.set(p, { attr: a });
+      this.known.set(p, a);
+    }
   }
 
   /** Forget a path (and, for a directory, everything cached below it). */
   invalidate(path: string, recursive = false): void {
     this.attrs.delete(path);
+    this.known.delete(path);
     this.dirs.delete(path);
     if (recursive) {
       const pre = path === '/' ? '/' : path + '/';

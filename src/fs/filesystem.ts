@@ -10,8 +10,9 @@ import { MetaCache } from './cache';
 import { E, fsError } from './errors';
 import { Reader, ReaderTuning, DEFAULT_TUNING } from './reader';
 import { Remote } from './remote';
+import { Journal, JournalRecord } from './journal';
 import { Staged } from './staged';
-import { DEFAULT_UPLOAD, UploadTuning, uploadFile } from './uploader';
+import { ConflictError, DEFAULT_UPLOAD, UploadTuning, uploadFile } from './uploader';
 import { contentTypeFor } from './mime';
 import * as xattr from './xattr';
 
@@ -24,7 +25,11 @@ export interface FsOptions {
   umask: number;
   readOnly: boolean;
   cacheTtlMs: number;
-  stagingDir: string;
+  journal: Journal;
+  /** write-back: close returns once staged and journaled; the upload follows after this delay (0: upload on close) */
+  writeBackMs: number;
+  /** upload conditionally and keep both versions when another writer got there first */
+  conflictCheck: boolean;
   log: Logger;
   upload?: UploadTuning;
   reader?: ReaderTuning;
@@ -45,6 +50,10 @@ export interface FsStats {
   uploads: number;
   uploadErrors: number;
   lastUploadError?: string;
+  conflicts: number;
+  revalidated: number;
+  recovered: number;
+  writeBackSec: number;
 }
 
 export class SvcFs {
@@ -60,6 +69,10 @@ export class SvcFs {
   private uploads = 0;
   private uploadErrors = 0;
   private lastUploadError?: string;
+  private conflicts = 0;
+  private revalidated = 0;
+  private recovered = 0;
+  private readonly journal: Journal;
 
   constructor(private readonly o: FsOptions) {
     this.client = o.client;
@@ -67,7 +80,7 @@ export class SvcFs {
     this.defaults = { uid: o.uid, gid: o.gid, umask: o.umask, mountTime: Date.now() };
     this.remote = new Remote(o.client, o.bucket, o.prefix, this.defaults);
     this.cache = new MetaCache(o.cacheTtlMs);
-    fs.mkdirSync(o.stagingDir, { recursive: true, mode: 0o700 });
+    this.journal = o.journal;
   }
 
   private writable(): void {
@@ -90,10 +103,25 @@ export class SvcFs {
     if (st && !st.deleted) return this.stagedAttr(st);
     const cached = this.cache.get(path);
     if (cached !== undefined) return cached;
-    const a = await this.remote.stat(path);
+    const a = (await this.revalidate(path)) ?? (await this.remote.stat(path));
     if (a) this.cache.set(path, a);
     else this.cache.setMissing(path);
     return a;
+  }
+
+  /**
+   * An entry past its TTL that was a file: one conditional HEAD (304 means it is
+   * unchanged) instead of a full lookup. Undefined when that does not settle it.
+   */
+  private async revalidate(path: string): Promise<Attr | undefined> {
+    const prev = this.cache.lastKnown(path);
+    if (!prev || prev.kind === 'dir' || !prev.etag) return undefined;
+    const r = await this.client.head(this.o.bucket, this.key(path), { ifNoneMatch: prev.etag });
+    if (r === 'not-modified') {
+      this.revalidated++;
+      return prev;
+    }
+    return r ? this.remote.attrOf(r) : undefined;
   }
 
   async getattr(path: string): Promise<Attr> {
@@ -142,7 +170,7 @@ export class SvcFs {
   private async stage(path: string, a: Attr): Promise<Staged> {
     let st = this.staged.get(path);
     if (!st) {
-      st = await Staged.create(this.o.stagingDir, path, this.client, this.o.bucket, { key: this.key(path), size: a.size, etag: a.etag }, a);
+      st = await Staged.create(this.journal.stagingDir, path, this.client, this.o.bucket, { key: this.key(path), size: a.size, etag: a.etag }, a);
       this.staged.set(path, st);
     }
     return st;
@@ -175,8 +203,9 @@ export class SvcFs {
     const attr: Attr = { kind: 'file', mode: S_IFREG | (mode & 0o7777), uid: this.o.uid, gid: this.o.gid, size: 0, mtime: now, ctime: now, meta: {}, fromMeta: true };
     const old = this.staged.get(path);
     if (old) await this.discard(old);
-    const st = await Staged.create(this.o.stagingDir, path, this.client, this.o.bucket, undefined, attr);
+    const st = await Staged.create(this.journal.stagingDir, path, this.client, this.o.bucket, undefined, attr);
     this.staged.set(path, st);
+    this.note(st, 'open');
     st.refs++;
     this.cache.set(path, attr);
     return this.addHandle({ path, flags: C.O_RDWR, staged: st });
@@ -191,13 +220,26 @@ export class SvcFs {
   async write(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
     const h = this.handle(fd);
     if (!h.staged) throw fsError(E.EBADF);
-    return h.staged.write(buf, len, h.flags & C.O_APPEND ? h.staged.size : pos);
+    const n = await h.staged.write(buf, len, h.flags & C.O_APPEND ? h.staged.size : pos);
+    if (!h.staged.journaled) this.note(h.staged, 'open');
+    return n;
   }
 
-  /** close(2) and fsync(2): upload what is staged; the application gets EIO if that fails. */
+  /**
+   * close(2) and fsync(2). Upload on close: upload what is staged, and the
+   * application gets EIO if that fails. Write-back: make the staged bytes
+   * durable and journaled, and let the upload follow after the delay.
+   */
   async flush(fd: number): Promise<void> {
     const h = this.handle(fd);
-    if (h.staged) await this.upload(h.staged);
+    const st = h.staged;
+    if (!st || !st.dirty || st.deleted) return;
+    if (this.o.writeBackMs > 0) {
+      await this.commitLocal(st);
+      this.schedule(st, this.o.writeBackMs);
+      return;
+    }
+    await this.upload(st);
   }
 
   async release(fd: number): Promise<void> {
@@ -208,6 +250,11 @@ export class SvcFs {
     if (!st) return;
     st.refs--;
     if (st.dirty && !st.deleted) {
+      if (this.o.writeBackMs > 0) {
+        await this.commitLocal(st).catch(() => undefined);
+        if (!st.timer) this.schedule(st, this.o.writeBackMs);
+        return;
+      }
       try {
         await this.upload(st);
       } catch {
@@ -217,9 +264,61 @@ export class SvcFs {
     if (st.refs <= 0 && (!st.dirty || st.deleted)) await this.discard(st);
   }
 
+  /** Forget a staged file: its timer, its unfinished multipart upload, its journal record and bytes. */
   private async discard(st: Staged): Promise<void> {
     if (this.staged.get(st.path) === st) this.staged.delete(st.path);
+    if (st.timer) clearTimeout(st.timer);
+    st.timer = undefined;
+    if (st.multipart) {
+      const mp = st.multipart;
+      st.multipart = undefined;
+      await this.client.abortMultipart(this.o.bucket, st.base?.key ?? this.key(st.path), mp.uploadId).catch(() => undefined);
+    }
+    this.journal.remove(st.id);
+    st.journaled = undefined;
     await st.close(true);
+  }
+
+  /** Write (or rewrite) the journal record of a staged file. */
+  private note(st: Staged, state: 'open' | 'pending'): void {
+    const rec: JournalRecord = {
+      id: st.id, path: st.path, key: this.key(st.path), bucket: this.o.bucket, file: st.file, size: st.size,
+      baseEtag: st.base?.etag, meta: metaFromAttr(st.attr), contentType: contentTypeFor(st.path), state, updated: Date.now(),
+      multipart: st.multipart,
+    };
+    this.journal.write(rec);
+    st.journaled = state;
+  }
+
+  /** Everything the upload needs, on local disk: base filled in, fsync'd, journaled as pending. */
+  private async commitLocal(st: Staged): Promise<void> {
+    await st.fillAll();
+    await st.sync();
+    this.note(st, 'pending');
+  }
+
+  /** Write-back: upload after a delay (a file written again meanwhile is uploaded once). */
+  private schedule(st: Staged, delayMs: number): void {
+    if (st.timer) clearTimeout(st.timer);
+    st.timer = setTimeout(() => {
+      st.timer = undefined;
+      this.upload(st).then(
+        async () => {
+          st.failures = 0;
+          if (st.refs <= 0 && !st.dirty && this.staged.get(st.path) === st) await this.discard(st);
+        },
+        () => {
+          st.failures++;
+          if (!st.deleted && st.dirty) this.schedule(st, Math.min(1000 * 2 ** Math.min(st.failures, 6), 60_000));
+        },
+      );
+    }, delayMs);
+  }
+
+  /** Where our version goes when another writer's is in the way: `name.conflict-<UTC time>`. */
+  private conflictPath(path: string): string {
+    const ts = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+    return `${path}.conflict-${ts}`;
   }
 
   /** Upload a staged file until what is in the bucket matches it (one upload at a time per file). */
@@ -231,20 +330,53 @@ export class SvcFs {
         continue;
       }
       const gen = st.gen;
-      const path = st.path;
-      const key = this.key(path);
       st.uploading = (async () => {
         const started = Date.now();
-        await st.fillAll();
-        await st.sync();
+        await this.commitLocal(st);
+        const path = st.path;
+        const key = this.key(path);
         const meta = metaFromAttr(st.attr);
-        const r = await uploadFile(this.client, this.o.bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path) }, this.o.upload ?? DEFAULT_UPLOAD);
+        const cond = !this.o.conflictCheck ? {} : st.base?.etag ? { ifMatch: st.base.etag } : { ifNoneMatch: '*' };
+        // a multipart upload begun for other bytes is of no use any more
+        if (st.multipart && st.multipart.gen !== gen) {
+          await this.client.abortMultipart(this.o.bucket, key, st.multipart.uploadId).catch(() => undefined);
+          st.multipart = undefined;
+        }
+        const hooks = {
+          resume: st.multipart,
+          onState: (m: { uploadId: string; partSize: number; etags: Array<string | null> } | undefined) => {
+            st.multipart = m && { ...m, gen };
+            this.note(st, 'pending');
+          },
+        };
+        let target = key;
+        let r;
+        try {
+          r = await uploadFile(this.client, this.o.bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...cond }, this.o.upload ?? DEFAULT_UPLOAD, hooks);
+        } catch (e) {
+          if (!(e instanceof ConflictError)) throw e;
+          // Keep both: theirs stays at the path, ours goes next to it.
+          const other = this.conflictPath(path);
+          target = this.key(other);
+          r = await uploadFile(this.client, this.o.bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, this.o.upload ?? DEFAULT_UPLOAD);
+          this.conflicts++;
+          this.log.warn({ key, keptAs: target }, 'conflict: the object changed on the server during this edit; both versions kept');
+          this.cache.invalidate(path);
+          this.cache.invalidateParent(path);
+          if (this.staged.get(path) === st) this.staged.delete(path);
+          st.path = other;
+          this.staged.set(other, st);
+        }
         st.uploadedGen = gen;
-        st.base = { key, size: st.size, etag: r.etag };
+        st.base = { key: target, size: 0, etag: r.etag };
         st.attr = { ...st.attr, etag: r.etag, meta, fromMeta: true };
-        this.cache.set(path, this.stagedAttr(st));
+        if (!st.dirty) {
+          this.journal.remove(st.id);
+          st.journaled = undefined;
+        }
+        this.cache.set(st.path, this.stagedAttr(st));
         this.uploads++;
-        this.log.debug({ key, size: st.size, parts: r.parts, ms: Date.now() - started }, 'uploaded');
+        this.log.debug({ key: target, size: st.size, parts: r.parts, ms: Date.now() - started }, 'uploaded');
       })();
       try {
         await st.uploading;
@@ -252,13 +384,46 @@ export class SvcFs {
       } catch (e) {
         st.lastError = e;
         this.uploadErrors++;
-        this.lastUploadError = `${key}: ${(e as Error).message}`;
-        this.log.error({ key, err: (e as Error).message }, 'upload failed; the data stays staged');
+        this.lastUploadError = `${this.key(st.path)}: ${(e as Error).message}`;
+        this.log.error({ key: this.key(st.path), err: (e as Error).message }, 'upload failed; the data stays staged');
         throw fsError(E.EIO, (e as Error).message);
       } finally {
         st.uploading = undefined;
       }
     }
+  }
+
+  /**
+   * After a crash: every journaled file that was closed goes back to the staged
+   * table (so its path shows the staged bytes, not the bucket's) and is
+   * uploaded in the background; files never closed are set aside.
+   */
+  async recover(): Promise<number> {
+    const live = new Set<string>();
+    let n = 0;
+    for (const r of this.journal.records()) {
+      if (r.bucket !== this.o.bucket || !fs.existsSync(r.file)) {
+        this.journal.remove(r.id);
+        continue;
+      }
+      if (r.state !== 'pending') {
+        const where = this.journal.setAside(r);
+        this.log.warn({ path: r.path, keptAt: where }, 'a file that was never closed before the crash was set aside, not uploaded');
+        continue;
+      }
+      const now = Date.now();
+      const attr = { ...this.remote.attrOf({ key: r.key, size: r.size, etag: r.baseEtag ?? '', lastModified: new Date(now), meta: r.meta }), etag: r.baseEtag };
+      const st = await Staged.adopt(r.file, r.path, this.client, this.o.bucket, r.key, r.size, r.baseEtag, attr);
+      st.multipart = r.multipart;
+      this.staged.set(r.path, st);
+      live.add(r.file);
+      this.schedule(st, 0);
+      n++;
+    }
+    const swept = this.journal.sweepStaging(live);
+    this.recovered = n;
+    if (n || swept) this.log.info({ recovered: n, swept }, 'recovered staged files from the journal; uploading them');
+    return n;
   }
 
   async truncate(path: string, size: number): Promise<void> {
@@ -291,6 +456,8 @@ export class SvcFs {
     const st = this.staged.get(path);
     if (st) {
       st.deleted = true;
+      if (st.timer) clearTimeout(st.timer);
+      this.journal.remove(st.id);
       if (st.refs <= 0) await this.discard(st);
       else this.staged.delete(path);
     }
@@ -354,21 +521,21 @@ export class SvcFs {
     if (b && b.kind === 'dir') throw fsError(E.EISDIR);
     const st = this.staged.get(from);
     if (st) await this.upload(st);
-    await this.client.copy({ bucket: this.o.bucket, key: this.key(from) }, this.o.bucket, this.key(to));
+    const etag = await this.client.copy({ bucket: this.o.bucket, key: this.key(from) }, this.o.bucket, this.key(to));
     await this.client.delete(this.o.bucket, this.key(from));
     if (st) {
       this.staged.delete(from);
       const old = this.staged.get(to);
       if (old) await this.discard(old);
       st.path = to;
-      st.base = st.base && { ...st.base, key: this.key(to) };
+      st.base = { key: this.key(to), size: 0, etag };
       this.staged.set(to, st);
     }
     const link = this.links.get(from);
     this.links.delete(from);
     if (link) this.links.set(to, link);
     this.cache.setMissing(from);
-    this.cache.set(to, { ...a });
+    this.cache.set(to, { ...a, etag });
   }
 
   // ---- attributes that live in metadata ----
@@ -531,6 +698,7 @@ export class SvcFs {
     return {
       openFiles: this.handles.size, staged: this.staged.size, pendingUploads: pending, pendingBytes: bytes,
       uploads: this.uploads, uploadErrors: this.uploadErrors, lastUploadError: this.lastUploadError,
+      conflicts: this.conflicts, revalidated: this.revalidated, recovered: this.recovered, writeBackSec: this.o.writeBackMs / 1000,
     };
   }
 
@@ -540,6 +708,8 @@ export class SvcFs {
     const pending = [...this.staged.values()].filter((s) => s.dirty && !s.deleted);
     let left = pending.length;
     for (const st of pending) {
+      if (st.timer) clearTimeout(st.timer);
+      st.timer = undefined;
       try {
         await this.upload(st);
       } catch {

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
 import { SvcFs } from './filesystem';
+import { Journal, JournalLockedError } from './journal';
 import { operations } from './ops';
 
 // fuse-native ships no types
@@ -35,6 +36,9 @@ export interface MountConfig {
   umask: number;
   cacheTtlSec: number;
   cacheDir: string;
+  /** write-back delay in seconds (0: upload on close) */
+  writeBackSec: number;
+  conflictCheck: boolean;
   /** allow mounting over a non-empty directory */
   nonEmpty: boolean;
   log: Logger;
@@ -102,10 +106,19 @@ export async function runMount(c: MountConfig): Promise<void> {
   checkMountpoint(c);
   await checkBucket(c.client, c.endpoint, c.bucket);
   const key = createHash('sha256').update(`${c.endpoint}\0${c.bucket}\0${c.prefix}`).digest('hex').slice(0, 16);
+  const journal = new Journal(path.join(c.cacheDir, key));
+  try {
+    journal.lock();
+  } catch (e) {
+    if (e instanceof JournalLockedError) throw new MountError(e.message);
+    throw e;
+  }
   const fsys = new SvcFs({
     client: c.client, bucket: c.bucket, prefix: c.prefix, uid: c.uid, gid: c.gid, umask: c.umask, readOnly: c.readOnly,
-    cacheTtlMs: c.cacheTtlSec * 1000, stagingDir: path.join(c.cacheDir, key, 'staging'), log: c.log,
+    cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conflictCheck: c.conflictCheck, log: c.log,
   });
+  // Staged files a crash left behind are served and uploaded before the bucket's versions of those paths.
+  await fsys.recover();
   const ttl = Math.max(0, c.cacheTtlSec);
   const extra = ['big_writes', 'max_write=131072', 'atomic_o_trunc', 'default_permissions', `negative_timeout=${Math.min(ttl, 5)}`];
   if (c.readOnly) extra.push('ro');
@@ -148,7 +161,13 @@ export async function runMount(c: MountConfig): Promise<void> {
 
   let stopping = false;
   const stop = async (why: string, unmount: boolean) => {
-    if (stopping) return;
+    if (stopping) {
+      // asked twice: stop now; what is pending stays journaled for the next mount
+      c.log.warn('stopping without waiting for pending uploads; they stay in the journal');
+      if (unmount) fuse.unmount(() => process.exit(1));
+      setTimeout(() => process.exit(1), 2000);
+      return;
+    }
     stopping = true;
     clearInterval(watch);
     c.log.info({ why }, 'stopping: uploading what is pending');
@@ -162,6 +181,7 @@ export async function runMount(c: MountConfig): Promise<void> {
     }
     control.close();
     fs.rmSync(sock, { force: true });
+    journal.unlock();
     await c.client.close().catch(() => undefined);
     c.log.info('unmounted');
     c.log.flush?.();

@@ -5,7 +5,7 @@
 // (and all of it just before upload); a write that covers whole chunks, or
 // O_TRUNC, fetches nothing.
 import * as fs from 'node:fs';
-import * as path from 'node:path';
+import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { SvcClient } from '../wire/client';
 import { Attr } from './attrs';
@@ -20,6 +20,8 @@ export interface Base {
 
 export class Staged {
   readonly file: string;
+  /** the staging file's name, also the journal record's id */
+  readonly id: string;
   private fh!: fs.promises.FileHandle;
   size: number;
   /** bytes of the base object still part of the file: min(base size, smallest truncation) */
@@ -35,6 +37,13 @@ export class Staged {
   attr: Attr;
   uploading?: Promise<void>;
   lastError?: unknown;
+  /** a multipart upload under way, with the generation whose bytes it carries */
+  multipart?: { uploadId: string; partSize: number; gen: number; etags: Array<string | null> };
+  /** write-back: when the upload is due */
+  timer?: NodeJS.Timeout;
+  failures = 0;
+  /** journal state written so far */
+  journaled?: 'open' | 'pending';
 
   private constructor(
     dir: string,
@@ -45,6 +54,7 @@ export class Staged {
     attr: Attr,
   ) {
     this.file = path_join(dir);
+    this.id = nodePath.basename(this.file);
     this.size = base?.size ?? 0;
     this.baseLimit = base?.size ?? 0;
     this.filled = new Uint8Array(Math.ceil(this.baseLimit / FILL_CHUNK));
@@ -56,6 +66,22 @@ export class Staged {
     s.fh = await fs.promises.open(s.file, 'w+', 0o600);
     if (s.size > 0) await s.fh.truncate(s.size);
     if (!base) s.gen = 1; // a new file is dirty until uploaded, even when empty
+    return s;
+  }
+
+  /**
+   * A staged file found in the journal after a crash: complete on disk (it was
+   * filled before it was marked pending), so nothing is fetched again.
+   */
+  static async adopt(file: string, fsPath: string, client: SvcClient, bucket: string, key: string, size: number, baseEtag: string | undefined, attr: Attr): Promise<Staged> {
+    const s = new Staged(nodePath.dirname(file), fsPath, client, bucket, undefined, attr);
+    (s as { file: string }).file = file;
+    (s as { id: string }).id = nodePath.basename(file);
+    s.fh = await fs.promises.open(file, 'r+');
+    s.size = size;
+    s.base = { key, size: 0, etag: baseEtag }; // size 0: nothing left to fill
+    s.gen = 1;
+    s.journaled = 'pending';
     return s;
   }
 
@@ -155,5 +181,5 @@ export class Staged {
 }
 
 function path_join(dir: string): string {
-  return path.join(dir, `${Date.now()}-${randomBytes(6).toString('hex')}`);
+  return nodePath.join(dir, `${Date.now()}-${randomBytes(6).toString('hex')}`);
 }

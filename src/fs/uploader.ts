@@ -1,9 +1,17 @@
 // Uploading a staged file: one PUT up to the multipart threshold, else a
 // multipart upload with parts sent in parallel. The part size grows with the
 // file so that no upload needs more than the client's maximum part count.
-// A failed multipart upload is aborted, so it leaves nothing behind.
+//
+// Uploads may be conditional (If-Match on the ETag the edit started from,
+// If-None-Match: * for a new file): a refusal is a ConflictError, unless the
+// object already holds exactly our bytes (a retried request whose first try
+// went through). A multipart upload that fails part-way keeps its state, so
+// the next attempt resumes from the parts already sent; the caller aborts it
+// when it gives the upload up.
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { PutOptions, SvcClient } from '../wire/client';
+import { SvcError } from '../wire/errors';
 
 const MiB = 1024 * 1024;
 
@@ -17,6 +25,26 @@ export interface UploadTuning {
 }
 
 export const DEFAULT_UPLOAD: UploadTuning = { multipartThreshold: 16 * MiB, partSize: 8 * MiB, maxParts: 10000, concurrency: 4 };
+
+/** The other writer's version is in the way: the caller keeps ours elsewhere. */
+export class ConflictError extends Error {
+  constructor(readonly key: string) {
+    super(`${key} changed on the server since this edit began`);
+  }
+}
+
+export interface MultipartState {
+  uploadId: string;
+  partSize: number;
+  etags: Array<string | null>;
+}
+
+export interface UploadHooks {
+  resume?: MultipartState;
+  /** the multipart state after each part (undefined once the upload is complete) */
+  onState?: (s: MultipartState | undefined) => void;
+  onPart?: (done: number, total: number) => void;
+}
 
 /** Part size for a file: at least the configured size, whole MiB, and few enough parts. */
 export function partSizeFor(size: number, t: UploadTuning): number {
@@ -40,45 +68,87 @@ export interface UploadResult {
   parts: number;
 }
 
+const refused = (e: unknown) => e instanceof SvcError && (e.code === 'PreconditionFailed' || e.status === 412);
+
+/** Does the object already hold exactly the bytes we meant to write? */
+async function holdsOurs(client: SvcClient, bucket: string, key: string, etag: string): Promise<boolean> {
+  const info = await client.head(bucket, key).catch(() => undefined);
+  return typeof info === 'object' && info.etag === etag;
+}
+
 export async function uploadFile(
   client: SvcClient, bucket: string, key: string, file: string, size: number, o: PutOptions, t: UploadTuning = DEFAULT_UPLOAD,
-  onPart?: (done: number, total: number) => void,
+  hooks: UploadHooks = {},
 ): Promise<UploadResult> {
+  const conditional = o.ifMatch !== undefined || o.ifNoneMatch !== undefined;
   const fh = await fs.promises.open(file, 'r');
   try {
     if (size <= t.multipartThreshold) {
       const body = size ? await readRange(fh, 0, size) : Buffer.alloc(0);
-      return { etag: await client.put(bucket, key, body, o), parts: 1 };
+      const expected = createHash('md5').update(body).digest('hex');
+      try {
+        return { etag: await client.put(bucket, key, body, o), parts: 1 };
+      } catch (e) {
+        if (conditional && e instanceof SvcError && e.code === 'NoSuchKey' && o.ifMatch) {
+          // deleted meanwhile: nobody's version is in the way, so create it
+          return { etag: await client.put(bucket, key, body, { ...o, ifMatch: undefined, ifNoneMatch: '*' }), parts: 1 };
+        }
+        if (conditional && refused(e)) {
+          if (await holdsOurs(client, bucket, key, expected)) return { etag: expected, parts: 1 };
+          throw new ConflictError(key);
+        }
+        throw e;
+      }
     }
     const ps = partSizeFor(size, t);
     const total = Math.ceil(size / ps);
-    const uploadId = await client.createMultipart(bucket, key, o);
-    try {
-      const etags: string[] = new Array(total);
-      let next = 0;
-      let done = 0;
-      let failed = false;
-      await Promise.all(Array.from({ length: Math.min(t.concurrency, total) }, async () => {
-        while (next < total && !failed) {
-          const i = next++;
-          const start = i * ps;
-          try {
-            const body = await readRange(fh, start, Math.min(ps, size - start));
-            etags[i] = await client.uploadPart(bucket, key, uploadId, i + 1, body);
-          } catch (e) {
-            failed = true; // the other workers stop taking parts
-            throw e;
-          }
-          onPart?.(++done, total);
+    let state = hooks.resume && hooks.resume.partSize === ps && hooks.resume.etags.length === total ? hooks.resume : undefined;
+    if (hooks.resume && !state) await client.abortMultipart(bucket, key, hooks.resume.uploadId).catch(() => undefined);
+    if (!state) state = { uploadId: await client.createMultipart(bucket, key, { ...o, ifMatch: undefined, ifNoneMatch: undefined }), partSize: ps, etags: new Array(total).fill(null) };
+    const s = state;
+    hooks.onState?.(s);
+    let next = 0;
+    let done = s.etags.filter(Boolean).length;
+    let failed = false;
+    await Promise.all(Array.from({ length: Math.min(t.concurrency, total) }, async () => {
+      while (next < total && !failed) {
+        const i = next++;
+        if (s.etags[i]) continue; // sent by an earlier attempt
+        const start = i * ps;
+        try {
+          const body = await readRange(fh, start, Math.min(ps, size - start));
+          s.etags[i] = await client.uploadPart(bucket, key, s.uploadId, i + 1, body);
+        } catch (e) {
+          failed = true; // the other workers stop taking parts
+          if (e instanceof SvcError && e.code === 'NoSuchUpload') hooks.onState?.(undefined);
+          throw e;
         }
-      }));
-      const etag = await client.completeMultipart(bucket, key, uploadId, etags.map((e, i) => ({ partNumber: i + 1, etag: e })),
+        hooks.onState?.(s);
+        hooks.onPart?.(++done, total);
+      }
+    }));
+    const etags = s.etags as string[];
+    const expected = createHash('md5').update(Buffer.concat(etags.map((e) => Buffer.from(e, 'hex')))).digest('hex') + `-${total}`;
+    let etag: string;
+    try {
+      etag = await client.completeMultipart(bucket, key, s.uploadId, etags.map((e, i) => ({ partNumber: i + 1, etag: e })),
         { ifMatch: o.ifMatch, ifNoneMatch: o.ifNoneMatch });
-      return { etag, parts: total };
     } catch (e) {
-      await client.abortMultipart(bucket, key, uploadId).catch(() => undefined);
+      // a completion whose reply was lost completes nothing the second time: check the object
+      if (e instanceof SvcError && (e.code === 'NoSuchUpload' || refused(e)) && (await holdsOurs(client, bucket, key, expected))) {
+        hooks.onState?.(undefined);
+        return { etag: expected, parts: total };
+      }
+      if (conditional && (refused(e) || (e instanceof SvcError && e.code === 'NoSuchKey'))) {
+        await client.abortMultipart(bucket, key, s.uploadId).catch(() => undefined);
+        hooks.onState?.(undefined);
+        if (e instanceof SvcError && e.code === 'NoSuchKey') return uploadFile(client, bucket, key, file, size, { ...o, ifMatch: undefined, ifNoneMatch: '*' }, t, hooks);
+        throw new ConflictError(key);
+      }
       throw e;
     }
+    hooks.onState?.(undefined);
+    return { etag, parts: total };
   } finally {
     await fh.close();
   }

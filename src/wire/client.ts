@@ -30,6 +30,26 @@ export interface ClientOptions {
   onRequest?: (op: string) => void;
   /** called before each retry */
   onRetry?: (op: string, attempt: number, err: unknown) => void;
+  /** how many requests may be in their retry phase at once (no retry storm after an outage) */
+  maxConcurrentRetries?: number;
+}
+
+/** A counting semaphore. */
+class Slots {
+  private waiting: Array<() => void> = [];
+  constructor(private free: number) {}
+  async take(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((r) => this.waiting.push(r));
+  }
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
 }
 
 /** A body that can be sent again on retry. */
@@ -156,11 +176,13 @@ export class SvcClient {
   private readonly ownDispatcher: boolean;
   readonly counts = new Map<string, number>();
   retries = 0;
+  private readonly retrySlots: Slots;
 
   constructor(readonly opts: ClientOptions) {
     this.dialect = opts.dialect ?? SVC;
     this.region = opts.region ?? 'us-east-1';
     this.base = new URL(opts.endpoint);
+    this.retrySlots = new Slots(opts.maxConcurrentRetries ?? 8);
     this.ownDispatcher = !opts.dispatcher;
     this.dispatcher = opts.dispatcher ?? new Agent({
       connections: opts.connections ?? 32,
@@ -194,20 +216,30 @@ export class SvcClient {
     const attempts = o.idempotent === false ? 1 : this.opts.maxAttempts ?? 5;
     const budget = Date.now() + (this.opts.retryBudgetMs ?? 60_000);
     const base = this.opts.baseDelayMs ?? 100;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.sendOnce(o);
-      } catch (e) {
-        if (attempt >= attempts || !isRetryable(e) || Date.now() >= budget) throw e;
-        this.retries++;
-        this.opts.onRetry?.(o.op, attempt, e);
-        const delay = Math.min(base * 2 ** (attempt - 1), 5_000);
-        await sleep(Math.min(Math.random() * delay + delay / 2, Math.max(0, budget - Date.now())));
+    let holding = false;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.sendOnce(o, attempt);
+        } catch (e) {
+          if (attempt >= attempts || !isRetryable(e) || Date.now() >= budget) throw e;
+          if (!holding) {
+            await this.retrySlots.take();
+            holding = true;
+          }
+          this.retries++;
+          this.opts.onRetry?.(o.op, attempt, e);
+          // exponential backoff with jitter, within the request's time budget
+          const delay = Math.min(base * 2 ** (attempt - 1), 5_000);
+          await sleep(Math.min(Math.random() * delay + delay / 2, Math.max(0, budget - Date.now())));
+        }
       }
+    } finally {
+      if (holding) this.retrySlots.give();
     }
   }
 
-  private async sendOnce(o: SendOptions): Promise<Response> {
+  private async sendOnce(o: SendOptions, attempt: number): Promise<Response> {
     const { url, path } = this.target(o.bucket, o.key, o.query);
     const headers: Record<string, string> = { ...(o.headers ?? {}) };
     const len = bodyLength(o.body);
@@ -238,7 +270,9 @@ export class SvcClient {
       return { status: res.statusCode, headers: rh, body: res.body };
     }
     const text = await res.body.text().catch(() => '');
-    throw errorFrom(res.statusCode, text, rh[this.h('request-id')]);
+    const err = errorFrom(res.statusCode, text, rh[this.h('request-id')]);
+    (err as SvcError & { attempt?: number }).attempt = attempt;
+    throw err;
   }
 
   // ---- objects ----
