@@ -56,7 +56,8 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
   const log = makeLogger(p.log_level ?? o.logLevel, logFile);
   const client = new SvcClient({
     endpoint, credentials, region: p.region ?? o.region, dialect, signature,
-    retryBudgetMs: (opts.retryBudget ?? 60) * 1000,
+    // the time budget, not a count, bounds a mount's retries (a server restart takes seconds)
+    retryBudgetMs: (opts.retryBudget ?? 60) * 1000, maxAttempts: 1000,
     onRetry: (op, attempt, err) => log.warn({ op, attempt, err: (err as Error).message }, 'retrying'),
   });
   await runMount({

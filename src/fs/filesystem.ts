@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import { constants as C } from 'node:fs';
 import type { Logger } from 'pino';
 import { SvcClient } from '../wire/client';
+import { SvcError } from '../wire/errors';
 import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, metaFromAttr } from './attrs';
 import { MetaCache } from './cache';
 import { E, fsError } from './errors';
@@ -258,10 +259,18 @@ export class SvcFs {
       try {
         await this.upload(st);
       } catch {
-        // already logged and counted; the data stays staged for the next flush
+        // Already logged and reported to the application (close returned EIO).
+        // The bytes stay staged and journaled; keep trying in the background.
+        st.failures++;
+        if (!st.timer) this.schedule(st, this.backoff(st.failures));
+        return;
       }
     }
     if (st.refs <= 0 && (!st.dirty || st.deleted)) await this.discard(st);
+  }
+
+  private backoff(failures: number): number {
+    return Math.min(1000 * 2 ** Math.min(failures, 6), 60_000);
   }
 
   /** Forget a staged file: its timer, its unfinished multipart upload, its journal record and bytes. */
@@ -292,7 +301,14 @@ export class SvcFs {
 
   /** Everything the upload needs, on local disk: base filled in, fsync'd, journaled as pending. */
   private async commitLocal(st: Staged): Promise<void> {
-    await st.fillAll();
+    try {
+      await st.fillAll();
+    } catch (e) {
+      if (e instanceof SvcError && e.status === 412) {
+        throw new Error('the object changed on the server before the unchanged parts of this edit were read; the edit stays staged');
+      }
+      throw e;
+    }
     await st.sync();
     this.note(st, 'pending');
   }
@@ -309,7 +325,7 @@ export class SvcFs {
         },
         () => {
           st.failures++;
-          if (!st.deleted && st.dirty) this.schedule(st, Math.min(1000 * 2 ** Math.min(st.failures, 6), 60_000));
+          if (!st.deleted && st.dirty) this.schedule(st, this.backoff(st.failures));
         },
       );
     }, delayMs);

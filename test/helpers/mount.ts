@@ -9,6 +9,7 @@ const execFileP = promisify(execFile);
 
 export interface TestMount {
   mnt: string;
+  cacheDir: string;
   proc: ChildProcess;
   logs: string[];
   status(): Promise<any>;
@@ -30,17 +31,28 @@ interface Tap {
   teardown(fn: () => unknown): void;
 }
 
-export async function startMount(t: Tap, s: TestServer, o: { target?: string; options?: string[]; args?: string[] } = {}): Promise<TestMount> {
-  const mnt = tmpDir('mnt');
-  const cache = tmpDir('cache');
+export interface MountOptions {
+  target?: string;
+  options?: string[];
+  args?: string[];
+  /** talk to this URL instead of the server's own (a fault proxy) */
+  endpoint?: string;
+  /** reuse a cache directory (to remount after a crash) and a mount point */
+  cacheDir?: string;
+  mnt?: string;
+}
+
+export async function startMount(t: Tap, s: TestServer, o: MountOptions = {}): Promise<TestMount> {
+  const mnt = o.mnt ?? tmpDir('mnt');
+  const cache = o.cacheDir ?? tmpDir('cache');
   const options = ['cache_ttl=2', `cache_dir=${cache}`, 'retry_budget=3', ...(o.options ?? [])];
   const env = { ...process.env, SVC_ACCESS_KEY_ID: ADMIN.accessKeyId, SVC_SECRET_ACCESS_KEY: ADMIN.secretAccessKey };
-  const proc = spawn(process.execPath, [CLI, '--log-level', 'debug', 'mount', o.target ?? 'test', mnt, '--endpoint', s.url, '--foreground',
+  const proc = spawn(process.execPath, [CLI, '--log-level', 'debug', 'mount', o.target ?? 'test', mnt, '--endpoint', o.endpoint ?? s.url, '--foreground',
     '-o', options.join(','), ...(o.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   proc.stderr!.on('data', (d) => logs.push(String(d)));
   const m: TestMount = {
-    mnt, proc, logs,
+    mnt, cacheDir: cache, proc, logs,
     status: async () => JSON.parse((await execFileP(process.execPath, [CLI, 'status', mnt, '--json'])).stdout),
     stop: async () => {
       if (proc.exitCode === null && proc.signalCode === null) {
@@ -54,8 +66,8 @@ export async function startMount(t: Tap, s: TestServer, o: { target?: string; op
   };
   t.teardown(async () => {
     await m.stop();
-    fs.rmSync(mnt, { recursive: true, force: true });
-    fs.rmSync(cache, { recursive: true, force: true });
+    if (!o.mnt) fs.rmSync(mnt, { recursive: true, force: true });
+    if (!o.cacheDir) fs.rmSync(cache, { recursive: true, force: true });
   });
   await new Promise<void>((ok, ko) => {
     let out = '';

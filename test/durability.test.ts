@@ -1,0 +1,210 @@
+// Nothing lost: faults between mount and server, a mount killed with uploads
+// pending, a server killed while the mount is busy, and a conflicting change.
+import t from 'tap';
+import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { startFaultProxy } from './helpers/faultproxy';
+import { forceUnmount, sh, shStatus, sleep, startMount } from './helpers/mount';
+import { startServer, tmpDir } from './helpers/server';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
+
+/** Files of the given sizes, with random content, in a local directory. */
+function makeFiles(dir: string, sizes: number[]): string[] {
+  return sizes.map((size, i) => {
+    const name = `f${String(i).padStart(3, '0')}-${size}.bin`;
+    fs.writeFileSync(path.join(dir, name), randomBytes(size));
+    return name;
+  });
+}
+
+/** Copy files into the mount with N parallel writers; each file's close result, as the application saw it. */
+async function writeAll(names: string[], from: string, to: string, writers = 4): Promise<Map<string, string>> {
+  const script = path.join(tmpDir('writer'), 'write.py');
+  fs.writeFileSync(script, [
+    'import sys, shutil, json',
+    'res = {}',
+    'for name in sys.argv[3:]:',
+    '    try:',
+    "        with open(sys.argv[2] + '/' + name, 'wb') as out, open(sys.argv[1] + '/' + name, 'rb') as src:",
+    '            shutil.copyfileobj(src, out, 1 << 20)',
+    "        res[name] = 'ok'",
+    '    except OSError as e:',
+    "        res[name] = 'error: ' + str(e)",
+    'print(json.dumps(res))',
+  ].join('\n') + '\n');
+  const chunks: string[][] = Array.from({ length: writers }, () => []);
+  names.forEach((n, i) => chunks[i % writers].push(n));
+  const results = await Promise.all(chunks.map((c) => sh(`python3 ${script} ${from} ${to} ${c.join(' ')}`, { timeout: 900_000 })));
+  const out = new Map<string, string>();
+  for (const r of results) for (const [k, v] of Object.entries(JSON.parse(r))) out.set(k, v as string);
+  return out;
+}
+
+t.test('200 files of mixed sizes while faults fire at random', async (t) => {
+  const s = await startServer(t);
+  const proxy = await startFaultProxy(t, s.url, 0.25);
+  const m = await startMount(t, s, { endpoint: proxy.url, options: ['retry_budget=10'] });
+  const local = tmpDir('faults');
+  t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
+  const sizes = [
+    ...Array.from({ length: 140 }, () => KiB + Math.floor(Math.random() * 63 * KiB)),
+    ...Array.from({ length: 40 }, () => 100 * KiB + Math.floor(Math.random() * 4 * MiB)),
+    ...Array.from({ length: 15 }, () => 5 * MiB + Math.floor(Math.random() * 15 * MiB)),
+    ...Array.from({ length: 5 }, () => 30 * MiB + Math.floor(Math.random() * 10 * MiB)),
+  ];
+  const names = makeFiles(local, sizes);
+  await sh(`mkdir -p ${m.mnt}/faulty`);
+  const results = await writeAll(names, local, `${m.mnt}/faulty`);
+  // and a few more, opened while the server is reachable, written and closed after it is gone:
+  // their closes must fail
+  const doomed = makeFiles(local, [2 * KiB, 300 * KiB, 20 * MiB]).map((n) => `z-${n}`);
+  for (const n of doomed) fs.renameSync(path.join(local, n.slice(2)), path.join(local, n));
+  const late = path.join(tmpDir('writer'), 'late.py');
+  fs.writeFileSync(late, [
+    'import sys, time, json',
+    "files = [(n, open(sys.argv[2] + '/' + n, 'wb')) for n in sys.argv[3:]]",
+    'time.sleep(2)',
+    'res = {}',
+    'for n, f in files:',
+    '    try:',
+    "        f.write(open(sys.argv[1] + '/' + n, 'rb').read())",
+    '        f.close()',
+    "        res[n] = 'ok'",
+    '    except OSError as e:',
+    "        res[n] = 'error: ' + str(e)",
+    'print(json.dumps(res))',
+  ].join('\n') + '\n');
+  const writing = sh(`python3 ${late} ${local} ${m.mnt}/faulty ${doomed.join(' ')}`, { timeout: 900_000 });
+  await sleep(1000);
+  proxy.down = true;
+  for (const [k, v] of Object.entries(JSON.parse(await writing))) results.set(k, v as string);
+  names.push(...doomed);
+  proxy.rate = 0;
+  const c = s.client();
+  const ok = names.filter((n) => results.get(n) === 'ok');
+  const failed = names.filter((n) => results.get(n) !== 'ok');
+  t.comment(`faults injected: ${JSON.stringify(proxy.counts)}; closes ok ${ok.length}, failed ${failed.length}`);
+  t.ok(Object.values(proxy.counts).reduce((a, b) => a + b, 0) > 100, 'faults did fire');
+  let exact = 0;
+  for (const n of ok) {
+    const got = await c.getBuffer('test', `faulty/${n}`).catch(() => Buffer.alloc(0));
+    if (md5(got) === md5(fs.readFileSync(path.join(local, n)))) exact++;
+    else t.fail(`${n}: close succeeded but the bucket does not hold its bytes`);
+  }
+  t.equal(exact, ok.length, `every file whose close succeeded is byte-exact in the bucket (${exact})`);
+  for (const n of doomed) t.not(results.get(n), 'ok', `${n}: its close failed while the server was unreachable`);
+  for (const n of failed) t.match(results.get(n), /Input\/output error/, `${n}: the failure was reported as EIO`);
+  const st = await m.status();
+  // (a file that failed during the random phase may already have been uploaded by a background retry)
+  t.ok(st.pendingUploads >= doomed.length, `the files that failed while the server was unreachable are still staged (${st.pendingUploads} pending)`);
+  const journal = path.join(m.cacheDir, fs.readdirSync(m.cacheDir)[0], 'journal');
+  const records = fs.readdirSync(journal).map((f) => JSON.parse(fs.readFileSync(path.join(journal, f), 'utf8')));
+  for (const n of doomed) {
+    const r = records.find((x) => x.path === `/faulty/${n}`);
+    t.ok(r && r.state === 'pending' && md5(fs.readFileSync(r.file)) === md5(fs.readFileSync(path.join(local, n))), `${n}: in the staging area, intact`);
+  }
+  // once the server is reachable again, the mount uploads them by itself
+  proxy.down = false;
+  proxy.rate = 0;
+  for (let i = 0; i < 600 && (await m.status()).pendingUploads > 0; i++) await sleep(100);
+  for (const n of failed) {
+    const got = await c.getBuffer('test', `faulty/${n}`).catch(() => Buffer.alloc(0));
+    t.equal(md5(got), md5(fs.readFileSync(path.join(local, n))), `${n}: uploaded later, byte-exact`);
+  }
+  t.ok(st.retries > 0, `retries seen: ${st.retries}`);
+});
+
+t.test('kill -9 of a write-back mount with 50 uploads pending; remount uploads them all', async (t) => {
+  const s = await startServer(t);
+  const cache = tmpDir('wb-cache');
+  const mnt = tmpDir('wb-mnt');
+  t.teardown(async () => {
+    await forceUnmount(mnt);
+    fs.rmSync(cache, { recursive: true, force: true });
+  });
+  const m = await startMount(t, s, { cacheDir: cache, mnt, options: ['write_back=30'] });
+  const local = tmpDir('wb');
+  t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
+  const names = makeFiles(local, Array.from({ length: 50 }, (_, i) => (i % 10 === 0 ? 3 * MiB : 10 * KiB + i * 997)));
+  const results = await writeAll(names, local, mnt, 2);
+  t.equal([...results.values()].filter((v) => v === 'ok').length, 50, 'all 50 closes return at once (write-back)');
+  const st = await m.status();
+  t.equal(st.pendingUploads, 50, '50 uploads pending');
+  m.proc.kill('SIGKILL');
+  await new Promise((r) => m.proc.once('exit', r));
+  await forceUnmount(mnt);
+  const c = s.client();
+  let before = 0;
+  for await (const p of c.list('test')) before += p.contents.length;
+  t.equal(before, 0, 'nothing reached the bucket before the crash');
+  const started = Date.now();
+  const m2 = await startMount(t, s, { cacheDir: cache, mnt, options: ['write_back=30'] });
+  for (let i = 0; i < 300 && (await m2.status()).pendingUploads > 0; i++) await sleep(100);
+  const took = Date.now() - started;
+  t.comment(`recovery: remount and upload of 50 pending files took ${took} ms`);
+  for (const n of names) {
+    const got = await c.getBuffer('test', n).catch(() => Buffer.alloc(0));
+    if (md5(got) !== md5(fs.readFileSync(path.join(local, n)))) t.fail(`${n} not recovered byte-exact`);
+  }
+  t.pass('all 50 files are in the bucket, byte-exact, without writing them again');
+  t.match(m2.logs.join(''), /"recovered":50/, 'the mount logs what it recovered');
+  t.equal((await m2.status()).recovered, 50);
+});
+
+t.test('the server killed and restarted while the mount is busy: no remount needed', async (t) => {
+  const s = await startServer(t);
+  const m = await startMount(t, s, { options: ['retry_budget=30'] });
+  const local = tmpDir('srvkill');
+  t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
+  const names = makeFiles(local, Array.from({ length: 30 }, () => MiB));
+  const writing = writeAll(names, local, m.mnt, 2);
+  await sleep(800);
+  await s.stop('SIGKILL');
+  await sleep(2000);
+  await s.restart();
+  const results = await writing;
+  t.equal([...results.values()].filter((v) => v === 'ok').length, 30, 'every close succeeded');
+  const c = s.client();
+  for (const n of names) {
+    const got = await c.getBuffer('test', n);
+    if (md5(got) !== md5(fs.readFileSync(path.join(local, n)))) t.fail(`${n} differs`);
+  }
+  t.pass('all 30 files byte-exact');
+  t.equal(await sh(`cat ${m.mnt}/${names[0]} | md5sum | cut -c1-32`), md5(fs.readFileSync(path.join(local, names[0]))) + '\n', 'and readable through the same mount');
+  t.ok((await m.status()).retries > 0, 'the mount retried meanwhile');
+});
+
+t.test('a conflicting change keeps both versions', async (t) => {
+  const s = await startServer(t);
+  const m = await startMount(t, s);
+  const c = s.client();
+  await c.put('test', 'shared/doc.txt', 'version 1 from the bucket\n');
+  await sleep(2100);
+  // the mount holds an edit (the file is open, modified, not yet closed) ...
+  const editing = shStatus(`python3 -c "
+import time
+f = open('${m.mnt}/shared/doc.txt', 'r+')
+f.seek(0, 2); f.write('edited through the mount\\n'); f.flush()
+time.sleep(2)
+f.close()
+"`);
+  await sleep(700);
+  // ... while another client writes the same key
+  await c.put('test', 'shared/doc.txt', 'version 2 from another client\n');
+  const r = await editing;
+  t.equal(r.code, 0, 'close succeeds: our version is kept, not lost');
+  t.equal((await c.getBuffer('test', 'shared/doc.txt')).toString(), 'version 2 from another client\n', "the other writer's version stays at the key");
+  const keys: string[] = [];
+  for await (const p of c.list('test', { prefix: 'shared/' })) keys.push(...p.contents.map((o) => o.key));
+  const copy = keys.find((k) => /^shared\/doc\.txt\.conflict-\d{8}T\d{6}Z$/.test(k));
+  t.ok(copy, `ours is kept as ${copy}`);
+  t.equal((await c.getBuffer('test', copy!)).toString(), 'version 1 from the bucket\nedited through the mount\n');
+  t.match(m.logs.join(''), /conflict: the object changed on the server/);
+  await sleep(2100);
+  t.match(await sh(`ls ${m.mnt}/shared`), /doc\.txt\.conflict-/, 'both show in the mount');
+  t.equal((await m.status()).conflicts, 1);
+});
