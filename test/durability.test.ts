@@ -44,6 +44,27 @@ async function writeAll(names: string[], from: string, to: string, writers = 4):
   return out;
 }
 
+/** Open every file now; write and close them all `delaySec` later. Each close's result. */
+async function writeLate(names: string[], from: string, to: string, delaySec: number): Promise<Map<string, string>> {
+  const script = path.join(tmpDir('writer'), 'late.py');
+  fs.writeFileSync(script, [
+    'import sys, time, json',
+    "files = [(n, open(sys.argv[2] + '/' + n, 'wb')) for n in sys.argv[4:]]",
+    'time.sleep(float(sys.argv[3]))',
+    'res = {}',
+    'for n, f in files:',
+    '    try:',
+    "        f.write(open(sys.argv[1] + '/' + n, 'rb').read())",
+    '        f.close()',
+    "        res[n] = 'ok'",
+    '    except OSError as e:',
+    "        res[n] = 'error: ' + str(e)",
+    'print(json.dumps(res))',
+  ].join('\n') + '\n');
+  const out = await sh(`python3 ${script} ${from} ${to} ${delaySec} ${names.join(' ')}`, { timeout: 900_000 });
+  return new Map(Object.entries(JSON.parse(out)) as Array<[string, string]>);
+}
+
 t.test('200 files of mixed sizes while faults fire at random', async (t) => {
   const s = await startServer(t);
   const proxy = await startFaultProxy(t, s.url, 0.25);
@@ -63,25 +84,10 @@ t.test('200 files of mixed sizes while faults fire at random', async (t) => {
   // their closes must fail
   const doomed = makeFiles(local, [2 * KiB, 300 * KiB, 20 * MiB]).map((n) => `z-${n}`);
   for (const n of doomed) fs.renameSync(path.join(local, n.slice(2)), path.join(local, n));
-  const late = path.join(tmpDir('writer'), 'late.py');
-  fs.writeFileSync(late, [
-    'import sys, time, json',
-    "files = [(n, open(sys.argv[2] + '/' + n, 'wb')) for n in sys.argv[3:]]",
-    'time.sleep(2)',
-    'res = {}',
-    'for n, f in files:',
-    '    try:',
-    "        f.write(open(sys.argv[1] + '/' + n, 'rb').read())",
-    '        f.close()',
-    "        res[n] = 'ok'",
-    '    except OSError as e:',
-    "        res[n] = 'error: ' + str(e)",
-    'print(json.dumps(res))',
-  ].join('\n') + '\n');
-  const writing = sh(`python3 ${late} ${local} ${m.mnt}/faulty ${doomed.join(' ')}`, { timeout: 900_000 });
+  const writing = writeLate(doomed, local, `${m.mnt}/faulty`, 2);
   await sleep(1000);
   proxy.down = true;
-  for (const [k, v] of Object.entries(JSON.parse(await writing))) results.set(k, v as string);
+  for (const [k, v] of await writing) results.set(k, v);
   names.push(...doomed);
   proxy.rate = 0;
   const c = s.client();
@@ -161,10 +167,12 @@ t.test('the server killed and restarted while the mount is busy: no remount need
   const local = tmpDir('srvkill');
   t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
   const names = makeFiles(local, Array.from({ length: 30 }, () => MiB));
-  const writing = writeAll(names, local, m.mnt, 2);
-  await sleep(800);
+  // half of them opened before the crash and closed while the server is down
+  const writing = Promise.all([writeAll(names.slice(0, 15), local, m.mnt, 2), writeLate(names.slice(15), local, m.mnt, 1.5)])
+    .then(([a, b]) => new Map([...a, ...b]));
+  await sleep(500);
   await s.stop('SIGKILL');
-  await sleep(2000);
+  await sleep(2500);
   await s.restart();
   const results = await writing;
   t.equal([...results.values()].filter((v) => v === 'ok').length, 30, 'every close succeeded');

@@ -13,7 +13,7 @@ import { Reader, ReaderTuning, DEFAULT_TUNING } from './reader';
 import { Remote } from './remote';
 import { Journal, JournalRecord } from './journal';
 import { Staged } from './staged';
-import { ConflictError, DEFAULT_UPLOAD, UploadTuning, uploadFile } from './uploader';
+import { ConflictError, DEFAULT_UPLOAD, UploadResult, UploadTuning, uploadFile } from './uploader';
 import { contentTypeFor } from './mime';
 import * as xattr from './xattr';
 
@@ -221,8 +221,9 @@ export class SvcFs {
   async write(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
     const h = this.handle(fd);
     if (!h.staged) throw fsError(E.EBADF);
-    const n = await h.staged.write(buf, len, h.flags & C.O_APPEND ? h.staged.size : pos);
-    if (!h.staged.journaled) this.note(h.staged, 'open');
+    const st = h.staged;
+    const n = await st.write(buf, len, h.flags & C.O_APPEND ? st.size : pos);
+    if (!st.journaled) this.note(st, 'open');
     return n;
   }
 
@@ -299,8 +300,8 @@ export class SvcFs {
     st.journaled = state;
   }
 
-  /** Everything the upload needs, on local disk: base filled in, fsync'd, journaled as pending. */
-  private async commitLocal(st: Staged): Promise<void> {
+  /** Every byte the upload needs, on local disk: what is left of the base, fetched. */
+  private async fill(st: Staged): Promise<void> {
     try {
       await st.fillAll();
     } catch (e) {
@@ -309,6 +310,11 @@ export class SvcFs {
       }
       throw e;
     }
+  }
+
+  /** Filled, fsync'd and journaled as pending: the bytes survive a crash of the mount. */
+  private async commitLocal(st: Staged): Promise<void> {
+    await this.fill(st);
     await st.sync();
     this.note(st, 'pending');
   }
@@ -348,10 +354,14 @@ export class SvcFs {
       const gen = st.gen;
       st.uploading = (async () => {
         const started = Date.now();
-        await this.commitLocal(st);
+        // Upload on close promises nothing until the upload is done, so the staged
+        // bytes need not be made durable first; after a failure they are (below).
+        if (this.o.writeBackMs > 0 || st.journaled === 'pending') await this.commitLocal(st);
+        else await this.fill(st);
         const path = st.path;
         const key = this.key(path);
         const meta = metaFromAttr(st.attr);
+        const t = this.o.upload ?? DEFAULT_UPLOAD;
         const cond = !this.o.conflictCheck ? {} : st.base?.etag ? { ifMatch: st.base.etag } : { ifNoneMatch: '*' };
         // a multipart upload begun for other bytes is of no use any more
         if (st.multipart && st.multipart.gen !== gen) {
@@ -362,19 +372,22 @@ export class SvcFs {
           resume: st.multipart,
           onState: (m: { uploadId: string; partSize: number; etags: Array<string | null> } | undefined) => {
             st.multipart = m && { ...m, gen };
-            this.note(st, 'pending');
+            if (st.journaled === 'pending') this.note(st, 'pending');
           },
         };
         let target = key;
-        let r;
+        let r: UploadResult;
         try {
-          r = await uploadFile(this.client, this.o.bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...cond }, this.o.upload ?? DEFAULT_UPLOAD, hooks);
+          r = await uploadFile(this.client, this.o.bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...cond }, t, hooks);
         } catch (e) {
-          if (!(e instanceof ConflictError)) throw e;
+          if (!(e instanceof ConflictError)) {
+            await this.commitLocal(st).catch(() => undefined); // keep the bytes safe for the retries to come
+            throw e;
+          }
           // Keep both: theirs stays at the path, ours goes next to it.
           const other = this.conflictPath(path);
           target = this.key(other);
-          r = await uploadFile(this.client, this.o.bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, this.o.upload ?? DEFAULT_UPLOAD);
+          r = await uploadFile(this.client, this.o.bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, t);
           this.conflicts++;
           this.log.warn({ key, keptAs: target }, 'conflict: the object changed on the server during this edit; both versions kept');
           this.cache.invalidate(path);
