@@ -73,12 +73,13 @@ async function main() {
       const pw = path.join(work, 's3fs.passwd');
       fs.writeFileSync(pw, `${creds.accessKeyId}:${creds.secretAccessKey}\n`, { mode: 0o600 });
       const mnt = path.join(work, 'mnt-s3fs');
+      // (the AWS SDKs inside rclone and s3fs trip over an AWS_CA_BUNDLE for plain http)
       await mountAndTime('s3fs (aws dialect)', mnt, () => spawn('s3fs', ['bench', mnt, '-f', '-o', `url=${url},use_path_request_style,passwd_file=${pw},sigv4,endpoint=us-east-1,use_cache=${work}/s3fs-cache,nomixupload`], { stdio: 'ignore' }), 's3fs.bin');
     } else if (peers) rows.push(['s3fs: not installed (apt-get install s3fs)', NaN, NaN]);
 
     if (peers && have('rclone')) {
       const mnt = path.join(work, 'mnt-rclone');
-      const renv = { ...process.env, RCLONE_CONFIG_B_TYPE: 's3', RCLONE_CONFIG_B_PROVIDER: 'Other', RCLONE_CONFIG_B_ENDPOINT: url,
+      const renv = { ...process.env, AWS_CA_BUNDLE: '', RCLONE_CONFIG_B_TYPE: 's3', RCLONE_CONFIG_B_PROVIDER: 'Other', RCLONE_CONFIG_B_ENDPOINT: url,
         RCLONE_CONFIG_B_ACCESS_KEY_ID: creds.accessKeyId, RCLONE_CONFIG_B_SECRET_ACCESS_KEY: creds.secretAccessKey, RCLONE_CONFIG_B_FORCE_PATH_STYLE: 'true', RCLONE_CONFIG_B_NO_CHECK_BUCKET: 'true' };
       await mountAndTime('rclone mount --vfs-cache-mode writes (aws dialect)', mnt, () => spawn('rclone', ['mount', 'B:bench', mnt, '--vfs-cache-mode', 'writes', '--cache-dir', `${work}/rclone-cache`], { env: renv, stdio: 'ignore' }), 'rclone.bin');
     } else if (peers) rows.push(['rclone: not installed (apt-get install rclone)', NaN, NaN]);
