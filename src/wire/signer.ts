@@ -132,18 +132,22 @@ export interface Credentials {
   secretAccessKey: string;
 }
 
-export interface SignRequestInput {
+/** Who signs what: common to the header form and pre-signed URLs. */
+export interface SigningTarget {
   dialect: Dialect;
   credentials: Credentials;
   region: string;
   method: string;
-  /** full URL; its path must already be encoded (use encodePath) */
+  /** full URL (origin and query; existing query parameters are signed too); its path must already be encoded */
   url: URL;
   /**
    * the encoded path when it differs from url.pathname: WHATWG URLs resolve
    * `.` and `..` segments, which are legitimate parts of object keys
    */
   path?: string;
+}
+
+export interface SignRequestInput extends SigningTarget {
   /** headers to send; `host` is added when missing */
   headers: Record<string, string>;
   /** hex SHA-256 of the body, or UNSIGNED-PAYLOAD */
@@ -191,15 +195,7 @@ export function signRequest(i: SignRequestInput): Record<string, string> {
   return headers;
 }
 
-export interface PresignInput {
-  dialect: Dialect;
-  credentials: Credentials;
-  region: string;
-  method: string;
-  /** full URL with an encoded path; existing query parameters are signed too */
-  url: URL;
-  /** the encoded path, when url.pathname would have resolved dot segments */
-  path?: string;
+export interface PresignInput extends SigningTarget {
   expiresSeconds: number;
   /** extra headers the holder must send (x-svc-* ones are always signed) */
   headers?: Record<string, string>;
