@@ -10,7 +10,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 missing=()
 for pkg in fuse libfuse2 attr rsync curl; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  # (a removed package can linger with its config files: ask for "installed" exactly)
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "svcfs setup: installing Debian packages: ${missing[*]}" >&2
