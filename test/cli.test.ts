@@ -156,3 +156,30 @@ t.test('--help for every command, with examples', async (t) => {
     if (cmd) t.match(r.stdout, /Example/, `svcfs ${cmd} --help has examples`);
   }
 });
+
+t.test('a config file supplies endpoint, dialect and mount options; flags win', async (t) => {
+  const s = await startServer(t);
+  const dir = tmpDir('config');
+  const cfg = path.join(dir, 'config');
+  const cache = tmpDir('cache');
+  fs.writeFileSync(cfg, `[default]\nendpoint = ${s.url}\ndialect = svc\noptions = cache_ttl=7,cache_dir=${cache}\n[aws]\nendpoint = ${s.url}\ndialect = aws\n`);
+  const mnt = tmpDir('mnt-cfg');
+  t.teardown(() => forceUnmount(mnt));
+  await sh(`${envCreds} ${node} ${CLI} mount test ${mnt} --config ${cfg}`);
+  t.ok(mounted(mnt), 'mounted with the endpoint from the config file');
+  const st = JSON.parse(await sh(`${node} ${CLI} status ${mnt} --json`));
+  t.equal(st.cache.ttlSec, 7, 'mount options from the config file');
+  await sh(`${node} ${CLI} unmount ${mnt}`);
+  await sh(`${envCreds} ${node} ${CLI} mount test ${mnt} --config ${cfg} -o cache_ttl=3`);
+  t.equal(JSON.parse(await sh(`${node} ${CLI} status ${mnt} --json`)).cache.ttlSec, 3, '-o on the command line wins');
+  await sh(`${node} ${CLI} unmount ${mnt}`);
+  const creds = path.join(dir, 'credentials');
+  fs.writeFileSync(creds, `[aws]\naccess_key_id = ${ADMIN.accessKeyId}\nsecret_access_key = ${ADMIN.secretAccessKey}\n`, { mode: 0o600 });
+  const url = (await sh(`${node} ${CLI} presign GET test/x --config ${cfg} --credentials ${creds} --profile aws`)).trim();
+  t.match(url, /X-Amz-Algorithm=AWS4-HMAC-SHA256/, 'presign takes endpoint and dialect from a profile');
+  const bad = path.join(dir, 'bad');
+  fs.writeFileSync(bad, '[default]\nendpiont = http://x\n');
+  const r = await shStatus(`${envCreds} ${node} ${CLI} mount test ${mnt} --config ${bad}`);
+  t.equal(r.code, 2);
+  t.match(r.stderr, /unknown setting "endpiont"/);
+});

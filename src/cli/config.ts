@@ -62,6 +62,32 @@ export function loadCredentials(o: { credentials?: string; profile?: string }): 
   return { accessKeyId: id, secretAccessKey: secret };
 }
 
+export interface FileConfig {
+  endpoint?: string;
+  region?: string;
+  dialect?: string;
+  signature?: string;
+  /** mount options, as for -o */
+  options?: string;
+}
+
+/**
+ * The optional config file (INI, one section per profile, like the credentials
+ * file): defaults for endpoint, region, dialect, signature and mount options.
+ * Command-line flags and -o options win over it.
+ */
+export function loadConfig(o: { config?: string; profile?: string }): FileConfig {
+  const file = o.config ?? path.join(configDir(), 'config');
+  if (!fs.existsSync(file)) {
+    if (o.config) throw new UsageError(`config file ${file} does not exist`);
+    return {};
+  }
+  const sec = parseIni(fs.readFileSync(file, 'utf8'))[o.profile ?? 'default'] ?? {};
+  const known = new Set(['endpoint', 'region', 'dialect', 'signature', 'options']);
+  for (const k of Object.keys(sec)) if (!known.has(k)) throw new UsageError(`${file}: unknown setting "${k}" (known: ${[...known].join(', ')})`);
+  return sec;
+}
+
 export interface MountOpts {
   allowOther: boolean;
   readOnly: boolean;

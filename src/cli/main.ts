@@ -4,7 +4,7 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { dialectByName } from '../wire/dialect';
 import { encodePath, MAX_PRESIGN_EXPIRES, presignedUrlString } from '../wire/signer';
 import { MountError } from '../fs/mount';
-import { loadCredentials, UsageError } from './config';
+import { loadConfig, loadCredentials, UsageError } from './config';
 import { makeLogger } from './log';
 import { mountCommand, parseTarget, statusCommand, unmountCommand } from './mount';
 import { serve } from './serve';
@@ -52,17 +52,26 @@ Example:
     .argument('<bucket[:prefix]>', 'the bucket, optionally with a key prefix to mount')
     .argument('<mountpoint>', 'an empty directory')
     .option('--endpoint <url>', 'the service, e.g. http://127.0.0.1:9000')
-    .option('--region <region>', 'region to sign for', 'us-east-1')
-    .addOption(new Option('--dialect <dialect>', 'signing dialect: svc, or aws for any S3-compatible store').choices(['svc', 'aws']).default('svc'))
-    .addOption(new Option('--signature <v>', 'signature scheme').choices(['v4', 'v2']).default('v4'))
+    .option('--region <region>', 'region to sign for (default us-east-1)')
+    .addOption(new Option('--dialect <dialect>', 'signing dialect: svc (default), or aws for any S3-compatible store').choices(['svc', 'aws']))
+    .addOption(new Option('--signature <v>', 'signature scheme (default v4)').choices(['v4', 'v2']))
+    .option('--config <file>', 'config file with defaults (default ~/.config/svcfs/config)')
     .option('-f, --foreground', 'stay attached (default: run in the background once mounted)')
     .option('-o <options>', 'mount options, comma-separated (repeatable)', collect, [] as string[])
     .option('--credentials <file>', 'credentials file (default ~/.config/svcfs/credentials, mode 600)')
     .option('--profile <name>', 'profile in the credentials file', undefined)
     .addHelpText('after', `
 Mount options (-o): allow_other, ro, uid=N, gid=N, umask=022, cache_ttl=SECONDS (30),
-  cache_dir=DIR (~/.cache/svcfs), retry_budget=SECONDS (60), nonempty,
+  cache_dir=DIR (~/.cache/svcfs), retry_budget=SECONDS (60), write_back=SECONDS (off),
+  conflict_check=on|off (on), nonempty,
   and for mount(8)/fstab: endpoint=URL, region=R, dialect=svc|aws, profile=P, credentials=FILE
+
+Config file (~/.config/svcfs/config, one [section] per profile), defaults that flags override:
+  [default]
+  endpoint = http://127.0.0.1:9000
+  region = us-east-1
+  dialect = svc
+  options = cache_ttl=60,write_back=5
 
 Examples:
   svcfs mount photos ~/photos --endpoint http://127.0.0.1:9000
@@ -104,10 +113,11 @@ Examples:
     .description('print a pre-signed URL for one operation on one object')
     .addArgument(new Argument('<method>', 'GET, PUT, HEAD or DELETE').choices(['GET', 'PUT', 'HEAD', 'DELETE']))
     .argument('<bucket/key>', 'the object')
-    .requiredOption('--endpoint <url>', 'the service, e.g. http://127.0.0.1:9000')
-    .option('--region <region>', 'region to sign for', 'us-east-1')
+    .option('--endpoint <url>', 'the service, e.g. http://127.0.0.1:9000 (or from the config file)')
+    .option('--region <region>', 'region to sign for (default us-east-1)')
     .option('--expires <seconds>', `validity, 1 to ${MAX_PRESIGN_EXPIRES}`, intArg(1, MAX_PRESIGN_EXPIRES), 3600)
-    .addOption(new Option('--dialect <dialect>', 'signing dialect').choices(['svc', 'aws']).default('svc'))
+    .addOption(new Option('--dialect <dialect>', 'signing dialect (default svc)').choices(['svc', 'aws']))
+    .option('--config <file>', 'config file with defaults')
     .option('--credentials <file>', 'credentials file')
     .option('--profile <name>', 'profile in the credentials file')
     .addHelpText('after', `
@@ -118,16 +128,19 @@ Examples:
       const at = object.indexOf('/');
       if (at <= 0 || at === object.length - 1) throw new UsageError('the object must be BUCKET/KEY');
       parseTarget(object.slice(0, at));
+      const cfg = loadConfig(o);
+      const endpoint = o.endpoint ?? cfg.endpoint;
+      if (!endpoint) throw new UsageError('presign needs --endpoint URL (or endpoint = in the config file)');
       let base: URL;
       try {
-        base = new URL(o.endpoint);
+        base = new URL(endpoint);
       } catch {
-        throw new UsageError(`--endpoint must be a URL, got "${o.endpoint}"`);
+        throw new UsageError(`--endpoint must be a URL, got "${endpoint}"`);
       }
       const creds = loadCredentials(o);
       const path = base.pathname.replace(/\/$/, '') + encodePath('/' + object);
       process.stdout.write(presignedUrlString({
-        dialect: dialectByName(o.dialect), credentials: creds, region: o.region, method, url: new URL(base.origin), path,
+        dialect: dialectByName(o.dialect ?? cfg.dialect ?? 'svc'), credentials: creds, region: o.region ?? cfg.region ?? 'us-east-1', method, url: new URL(base.origin), path,
         expiresSeconds: o.expires,
       }) + '\n');
     });

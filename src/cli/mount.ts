@@ -6,14 +6,15 @@ import * as path from 'node:path';
 import { dialectByName } from '../wire/dialect';
 import { SvcClient } from '../wire/client';
 import { isMounted, MountError, runMount, statusSocket } from '../fs/mount';
-import { cacheDir, loadCredentials, parseMountOptions, UsageError } from './config';
+import { cacheDir, loadConfig, loadCredentials, parseMountOptions, UsageError } from './config';
 import { makeLogger } from './log';
 
 export interface MountCliOptions {
   endpoint?: string;
-  region: string;
-  dialect: string;
-  signature: string;
+  region?: string;
+  dialect?: string;
+  signature?: string;
+  config?: string;
   foreground?: boolean;
   o: string[];
   credentials?: string;
@@ -31,9 +32,12 @@ export function parseTarget(t: string): { bucket: string; prefix: string } {
 }
 
 export async function mountCommand(target: string, mountpoint: string, o: MountCliOptions): Promise<void> {
-  const opts = parseMountOptions(o.o);
+  const pre = parseMountOptions(o.o).passthrough;
+  const cfg = loadConfig({ config: o.config, profile: pre.profile ?? o.profile });
+  // the config file's options first, so that -o on the command line wins
+  const opts = parseMountOptions([...(cfg.options ? [cfg.options] : []), ...o.o]);
   const p = opts.passthrough;
-  const endpoint = o.endpoint ?? p.endpoint;
+  const endpoint = o.endpoint ?? p.endpoint ?? cfg.endpoint;
   if (!endpoint) throw new UsageError('mount needs --endpoint URL (or -o endpoint=URL)');
   try {
     const u = new URL(endpoint);
@@ -44,18 +48,19 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
   const { bucket, prefix } = parseTarget(target);
   let dialect;
   try {
-    dialect = dialectByName(p.dialect ?? o.dialect);
+    dialect = dialectByName(o.dialect ?? p.dialect ?? cfg.dialect ?? 'svc');
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const signature = p.signature ?? o.signature;
+  const signature = o.signature ?? p.signature ?? cfg.signature ?? 'v4';
+  const region = o.region ?? p.region ?? cfg.region ?? 'us-east-1';
   if (signature !== 'v4' && signature !== 'v2') throw new UsageError('--signature must be v4 or v2');
   const credentials = loadCredentials({ credentials: p.credentials ?? o.credentials, profile: p.profile ?? o.profile });
   const logFile = p.log_file ?? o.logFile;
-  if (!o.foreground) return daemonize(target, mountpoint, o, logFile);
+  if (!o.foreground) return daemonize(target, mountpoint, { ...o, endpoint, region, dialect: dialect.name, signature }, logFile);
   const log = makeLogger(p.log_level ?? o.logLevel, logFile);
   const client = new SvcClient({
-    endpoint, credentials, region: p.region ?? o.region, dialect, signature,
+    endpoint, credentials, region, dialect, signature,
     // the time budget, not a count, bounds a mount's retries (a server restart takes seconds)
     retryBudgetMs: (opts.retryBudget ?? 60) * 1000, maxAttempts: 1000,
     onRetry: (op, attempt, err) => log.warn({ op, attempt, err: (err as Error).message }, 'retrying'),
@@ -74,7 +79,8 @@ async function daemonize(target: string, mountpoint: string, o: MountCliOptions,
   const log = logFile ?? path.join(cacheDir(), 'logs', `mount-${path.resolve(mountpoint).replace(/[^A-Za-z0-9]+/g, '_')}.log`);
   fs.mkdirSync(path.dirname(log), { recursive: true });
   const args = [process.argv[1], '--log-level', o.logLevel, '--log-file', log, 'mount', target, mountpoint, '--foreground',
-    '--region', o.region, '--dialect', o.dialect, '--signature', o.signature, ...o.o.flatMap((x) => ['-o', x])];
+    '--region', o.region!, '--dialect', o.dialect!, '--signature', o.signature!, ...o.o.flatMap((x) => ['-o', x])];
+  if (o.config) args.push('--config', o.config);
   if (o.endpoint) args.push('--endpoint', o.endpoint);
   if (o.credentials) args.push('--credentials', o.credentials);
   if (o.profile) args.push('--profile', o.profile);
