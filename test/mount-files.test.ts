@@ -3,7 +3,6 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { sh, shStatus, sleep, startMount } from './helpers/mount';
 import { startServer, tmpDir } from './helpers/server';
 
@@ -147,5 +146,4 @@ t.test('files through the mount', async (t) => {
     await sleep(2500);
     t.not((await shStatus(`cat ${M}/ext.txt`)).code, 0, 'deleted elsewhere: gone after the TTL');
   });
-  void path;
 });

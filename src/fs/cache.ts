@@ -54,12 +54,6 @@ export class MetaCache {
     return undefined;
   }
 
-  /** Age in ms of a positive entry, or undefined. */
-  age(path: string): number | undefined {
-    const rem = this.attrs.getRemainingTTL(path);
-    return rem > 0 && Number.isFinite(rem) ? this.ttlMs - rem : undefined;
-  }
-
   set(path: string, attr: Attr): void {
     this.known.set(path, attr);
     if (this.ttlMs > 0) this.attrs.set(path, { attr });

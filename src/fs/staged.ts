@@ -45,7 +45,6 @@ export class Staged {
   /** journal state written so far */
   journaled?: 'open' | 'pending';
   private prefetching?: Promise<void>;
-  prefetchError?: unknown;
 
   private constructor(
     dir: string,
@@ -159,7 +158,7 @@ export class Staged {
     const { bytesWritten } = await this.fh.write(buf, 0, len, pos);
     // The upload needs every byte of the base: start reading it now, in the
     // background, so that a change made elsewhere meanwhile finds it already read.
-    if (!this.prefetching && this.baseLimit > 0) this.prefetching = this.fillAll(4).catch((e) => { this.prefetchError = e; });
+    if (!this.prefetching && this.baseLimit > 0) this.prefetching = this.fillAll(4).catch(() => undefined); // a failure shows again at upload
     if (end > this.size) this.size = end;
     this.attr.mtime = Date.now();
     this.touch();
