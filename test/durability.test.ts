@@ -186,9 +186,9 @@ t.test('the server killed and restarted while the mount is busy: no remount need
   t.ok((await m.status()).retries > 0, 'the mount retried meanwhile');
 });
 
-t.test('a conflicting change keeps both versions', async (t) => {
+for (const mode of ['on', 'head']) t.test(`a conflicting change keeps both versions (conflict_check=${mode})`, async (t) => {
   const s = await startServer(t);
-  const m = await startMount(t, s);
+  const m = await startMount(t, s, { options: [`conflict_check=${mode}`] });
   const c = s.client();
   await c.put('test', 'shared/doc.txt', 'version 1 from the bucket\n');
   await sleep(2100);

@@ -99,7 +99,7 @@ export interface MountOpts {
   nonEmpty: boolean;
   retryBudget?: number;
   writeBack?: number;
-  conflictCheck: boolean;
+  conflictCheck: 'on' | 'head' | 'off';
   /** options for fstab/mount(8) that mount.svcfs handles: endpoint=, region=, dialect=, profile=, credentials= */
   passthrough: Record<string, string>;
 }
@@ -109,7 +109,7 @@ const PASSTHROUGH = new Set(['endpoint', 'region', 'dialect', 'profile', 'creden
 
 /** `-o a,b=c` strings (repeatable) in the usual FUSE style. */
 export function parseMountOptions(list: string[]): MountOpts {
-  const o: MountOpts = { allowOther: false, readOnly: false, nonEmpty: false, conflictCheck: true, passthrough: {} };
+  const o: MountOpts = { allowOther: false, readOnly: false, nonEmpty: false, conflictCheck: 'on', passthrough: {} };
   const int = (k: string, v: string, base = 10) => {
     const n = parseInt(v, base);
     if (!/^\d+$/.test(v) || Number.isNaN(n)) throw new UsageError(`-o ${k}= needs a number, got "${v}"`);
@@ -135,8 +135,8 @@ export function parseMountOptions(list: string[]): MountOpts {
       case 'retry_budget': o.retryBudget = int(k, v); break;
       case 'write_back': o.writeBack = int(k, v); break;
       case 'conflict_check':
-        if (v !== 'on' && v !== 'off') throw new UsageError('-o conflict_check= takes on or off');
-        o.conflictCheck = v === 'on';
+        if (v !== 'on' && v !== 'off' && v !== 'head') throw new UsageError('-o conflict_check= takes on, head or off');
+        o.conflictCheck = v;
         break;
       default:
         if (PASSTHROUGH.has(k) && at > 0) o.passthrough[k] = v;

@@ -63,7 +63,7 @@ Example:
     .addHelpText('after', `
 Mount options (-o): allow_other, ro, uid=N, gid=N, umask=022, cache_ttl=SECONDS (30),
   cache_dir=DIR (~/.cache/svcfs), retry_budget=SECONDS (60), write_back=SECONDS (off),
-  conflict_check=on|off (on), nonempty,
+  conflict_check=on|head|off (on: conditional uploads; head: compare ETags first), nonempty,
   and for mount(8)/fstab: endpoint=URL, region=R, dialect=svc|aws, profile=P, credentials=FILE
 
 Config file (~/.config/svcfs/config, one [section] per profile), defaults that flags override:

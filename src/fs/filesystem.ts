@@ -29,8 +29,12 @@ export interface FsOptions {
   journal: Journal;
   /** write-back: close returns once staged and journaled; the upload follows after this delay (0: upload on close) */
   writeBackMs: number;
-  /** upload conditionally and keep both versions when another writer got there first */
-  conflictCheck: boolean;
+  /**
+   * Keep both versions when another writer got there first: 'on' uploads
+   * conditionally (If-Match / If-None-Match); 'head' compares ETags with a HEAD
+   * first, for stores without conditional writes; 'off' lets the last writer win.
+   */
+  conflictCheck: 'on' | 'head' | 'off';
   log: Logger;
   upload?: UploadTuning;
   reader?: ReaderTuning;
@@ -362,7 +366,7 @@ export class SvcFs {
         const key = this.key(path);
         const meta = metaFromAttr(st.attr);
         const t = this.o.upload ?? DEFAULT_UPLOAD;
-        const cond = !this.o.conflictCheck ? {} : st.base?.etag ? { ifMatch: st.base.etag } : { ifNoneMatch: '*' };
+        const cond = this.o.conflictCheck !== 'on' ? {} : st.base?.etag ? { ifMatch: st.base.etag } : { ifNoneMatch: '*' };
         // a multipart upload begun for other bytes is of no use any more
         if (st.multipart && st.multipart.gen !== gen) {
           await this.client.abortMultipart(this.o.bucket, key, st.multipart.uploadId).catch(() => undefined);
@@ -378,6 +382,10 @@ export class SvcFs {
         let target = key;
         let r: UploadResult;
         try {
+          if (this.o.conflictCheck === 'head') {
+            const now = await this.remote.head(key);
+            if (st.base?.etag ? now?.etag !== st.base.etag : now !== undefined) throw new ConflictError(key);
+          }
           r = await uploadFile(this.client, this.o.bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...cond }, t, hooks);
         } catch (e) {
           if (!(e instanceof ConflictError)) {

@@ -38,7 +38,7 @@ export interface MountConfig {
   cacheDir: string;
   /** write-back delay in seconds (0: upload on close) */
   writeBackSec: number;
-  conflictCheck: boolean;
+  conflictCheck: 'on' | 'head' | 'off';
   /** allow mounting over a non-empty directory */
   nonEmpty: boolean;
   log: Logger;
