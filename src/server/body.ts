@@ -38,11 +38,15 @@ function source(ctx: Ctx): { stream: Readable; decoder?: AwsChunkedDecoder } {
   return { stream: ctx.req.pipe(decoder), decoder };
 }
 
-/** The length the request declares for its content; 411 when it declares none. */
-export function declaredLength(ctx: Ctx): number {
+/**
+ * The length the request declares for its content: undefined for a body sent
+ * with `Transfer-Encoding: chunked` and no length (its end tells; SDKs stream
+ * bodies of unknown length that way), 0 when there is no body at all.
+ */
+export function declaredLength(ctx: Ctx): number | undefined {
   const raw = isChunked(ctx) ? header(ctx, xh(ctx, 'decoded-content-length')) ?? header(ctx, 'content-length') : header(ctx, 'content-length');
   if (raw === undefined) {
-    if (ctx.req.headers['transfer-encoding'] && !isChunked(ctx)) throw new SvcError('MissingContentLength', 'You must provide the Content-Length HTTP header.');
+    if (ctx.req.headers['transfer-encoding'] !== undefined || isChunked(ctx)) return undefined;
     return 0;
   }
   if (!/^\d+$/.test(raw)) throw new SvcError('InvalidArgument', 'Content-Length is not a number');
@@ -85,10 +89,10 @@ function verify(ctx: Ctx, d: BodyDigests, expectSize: number | undefined, decode
  */
 export async function receiveToFile(ctx: Ctx, tmp: string, maxSize: number): Promise<Received> {
   const expect = declaredLength(ctx);
-  if (header(ctx, 'content-length') === undefined && !isChunked(ctx)) {
+  if (header(ctx, 'content-length') === undefined && ctx.req.headers['transfer-encoding'] === undefined && !isChunked(ctx)) {
     throw new SvcError('MissingContentLength', 'You must provide the Content-Length HTTP header.');
   }
-  if (expect > maxSize) throw new SvcError('EntityTooLarge', 'Your proposed upload exceeds the maximum allowed object size.');
+  if ((expect ?? 0) > maxSize) throw new SvcError('EntityTooLarge', 'Your proposed upload exceeds the maximum allowed object size.');
   const d = new BodyDigests(requestedChecksum(ctx));
   const { stream, decoder } = source(ctx);
   try {

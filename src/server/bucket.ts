@@ -49,8 +49,10 @@ export function listObjects(ctx: Ctx): void {
   // show modes and times from a listing without a HEAD per object.
   const withMeta = ctx.query.get('metadata') === 'true';
   const metaXml = (json: string) => ({ Entry: Object.entries(JSON.parse(json) as Record<string, string>).map(([Name, Value]) => ({ Name, Value: enc(Value) })) });
+  // V1 always names each object's owner, V2 when asked to (fetch-owner=true), as S3
+  const owner = !v2 || ctx.query.get('fetch-owner') === 'true' ? { ID: ctx.user!.accessKeyId, DisplayName: ctx.user!.name } : undefined;
   const contents = page.contents.map((c) => ({
-    Key: enc(c.key), LastModified: isoDate(c.mtime), ETag: `"${c.etag}"`, Size: c.size, StorageClass: 'STANDARD',
+    Key: enc(c.key), LastModified: isoDate(c.mtime), ETag: `"${c.etag}"`, Size: c.size, Owner: owner, StorageClass: 'STANDARD',
     UserMetadata: withMeta ? metaXml(c.meta) : undefined,
   }));
   const prefixes = page.prefixes.map((p) => ({ Prefix: enc(p), UserMetadata: withMeta && page.markers.has(p) ? metaXml(page.markers.get(p)!) : undefined }));
@@ -65,7 +67,7 @@ export function listObjects(ctx: Ctx): void {
   body.MaxKeys = maxKeys;
   if (delimiter) body.Delimiter = enc(delimiter);
   if (urlEnc) body.EncodingType = 'url';
-  body.IsTruncated = page.truncated;
+  body.IsTruncated = maxKeys > 0 && page.truncated; // max-keys=0 asks for nothing, and nothing more is to come
   if (page.truncated && page.last !== undefined) {
     if (v2) body.NextContinuationToken = token.encode(page.last);
     else if (delimiter) body.NextMarker = enc(page.last);

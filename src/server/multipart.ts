@@ -4,8 +4,8 @@ import { createHash } from 'node:crypto';
 import { SvcError } from '../wire/errors';
 import { parseXml, textOf, XmlError } from '../wire/xml';
 import { finishEmpty, receiveSmall } from './body';
-import { Ctx, isoDate, sendEmpty, sendXml, xh } from './context';
-import { objectAttributes, receiveBlob, requireWrite, validateKey, writeCondition } from './objects';
+import { Ctx, header, isoDate, sendEmpty, sendXml, xh } from './context';
+import { copySource, copyToBlob, objectAttributes, receiveBlob, requireWrite, validateKey, writeCondition } from './objects';
 import { newId, ObjectRow } from './store';
 
 const MAX_PART_NUMBER = 2147483647; // the service sets no part-count limit
@@ -28,24 +28,69 @@ export function createUpload(ctx: Ctx): void {
   sendXml(ctx, 200, 'InitiateMultipartUploadResult', { Bucket: ctx.bucket, Key: ctx.key, UploadId: uploadId });
 }
 
-export async function uploadPart(ctx: Ctx): Promise<void> {
-  if (ctx.req.headers[xh(ctx, 'copy-source')] !== undefined) throw new SvcError('NotImplemented', 'UploadPartCopy is not implemented');
+function partNumber(ctx: Ctx): number {
   const raw = ctx.query.get('partNumber') ?? '';
   if (!/^\d+$/.test(raw) || +raw < 1 || +raw > MAX_PART_NUMBER) throw new SvcError('InvalidArgument', 'Part number must be a positive integer');
+  return +raw;
+}
+
+/** Record a part's blob; the blob of a part it replaces goes. */
+function keepPart(ctx: Ctx, n: number, blob: string, size: number, etag: string): number {
+  const mtime = Date.now();
+  const replaced = ctx.store.putPart({ uploadId: ctx.query.get('uploadId')!, partNumber: n, blob, size, etag, mtime });
+  if (replaced) ctx.store.dropBlobs([replaced]);
+  if (replaced === blob) throw new SvcError('NoSuchUpload', 'The specified upload was aborted while the part was uploading.');
+  return mtime;
+}
+
+export async function uploadPart(ctx: Ctx): Promise<void> {
+  if (ctx.req.headers[xh(ctx, 'copy-source')] !== undefined) return uploadPartCopy(ctx);
+  const n = partNumber(ctx);
   upload(ctx);
   const { id: blob, got } = await receiveBlob(ctx);
   const etag = got.md5.toString('hex');
-  const replaced = ctx.store.putPart({ uploadId: ctx.query.get('uploadId')!, partNumber: +raw, blob, size: got.size, etag, mtime: Date.now() });
-  if (replaced) ctx.store.dropBlobs([replaced]);
-  if (replaced === blob) throw new SvcError('NoSuchUpload', 'The specified upload was aborted while the part was uploading.');
+  keepPart(ctx, n, blob, got.size, etag);
   const extra: Record<string, string> = { ETag: `"${etag}"` };
   if (got.checksum) extra[xh(ctx, `checksum-${got.checksum.algorithm}`)] = got.checksum.value;
   sendEmpty(ctx, 200, extra);
 }
 
+/**
+ * UploadPartCopy: a part made of a range of an existing object
+ * (`X-Svc-Copy-Source`, optional `X-Svc-Copy-Source-Range: bytes=a-b`).
+ */
+async function uploadPartCopy(ctx: Ctx): Promise<void> {
+  finishEmpty(ctx);
+  requireWrite(ctx);
+  const n = partNumber(ctx);
+  upload(ctx);
+  const src = copySource(ctx);
+  let start = 0;
+  let end = src.size - 1;
+  const range = header(ctx, xh(ctx, 'copy-source-range'));
+  if (range !== undefined) {
+    const m = /^bytes=(\d+)-(\d+)$/.exec(range.trim());
+    if (!m || +m[1] > +m[2] || +m[2] >= src.size) {
+      throw new SvcError('InvalidArgument', `The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy, within the source object of size ${src.size}`);
+    }
+    [start, end] = [+m[1], +m[2]];
+  }
+  if (end - start + 1 > ctx.cfg.maxPutSize) throw new SvcError('EntityTooLarge', 'Your proposed upload exceeds the maximum allowed object size.');
+  const { id, md5 } = await copyToBlob(ctx, src, start, end, true);
+  const etag = md5!.toString('hex');
+  const mtime = keepPart(ctx, n, id, end - start + 1, etag);
+  sendXml(ctx, 200, 'CopyPartResult', { LastModified: isoDate(mtime), ETag: `"${etag}"` });
+}
+
 export async function completeUpload(ctx: Ctx): Promise<void> {
   const { body } = await receiveSmall(ctx, 4 * 1024 * 1024);
   requireWrite(ctx);
+  // the same completion again (its first reply was lost): the same answer, while the object is the one it made
+  const done = ctx.store.getCompleted(ctx.query.get('uploadId') ?? '');
+  if (done && done.bucket === ctx.bucket && done.key === ctx.key && ctx.store.get(done.bucket, done.key)?.etag === done.etag) {
+    sendXml(ctx, 200, 'CompleteMultipartUploadResult', { Location: `/${done.bucket}/${done.key}`, Bucket: done.bucket, Key: done.key, ETag: `"${done.etag}"` });
+    return;
+  }
   const u = upload(ctx);
   let wanted: Array<{ n: number; etag: string }>;
   try {
@@ -53,7 +98,7 @@ export async function completeUpload(ctx: Ctx): Promise<void> {
     if (!doc.CompleteMultipartUpload) throw new XmlError('no CompleteMultipartUpload element');
     wanted = ((doc.CompleteMultipartUpload.Part ?? []) as any[]).map((p) => ({
       n: Number(textOf(p.PartNumber)),
-      etag: textOf(p.ETag).trim().replace(/^"|"$/g, '').replace(/^&quot;|&quot;$/g, ''),
+      etag: textOf(p.ETag).trim().replace(/^"|"$/g, ''),
     }));
   } catch (e) {
     if (e instanceof XmlError) throw new SvcError('MalformedXML', 'The XML you provided was not well-formed or did not validate against our published schema');

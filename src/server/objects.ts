@@ -1,7 +1,10 @@
 // Object operations: get, head, put, copy, delete, and the tagging endpoints.
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
+import { Transform } from 'node:stream';
 import { SvcError } from '../wire/errors';
 import { parseXml, textOf, XmlError } from '../wire/xml';
+import { decodeHeaderText, encodeHeaderText } from '../wire/headertext';
 import { uriEncode } from '../wire/signer';
 import { finishEmpty, fsyncFile, Received, receiveSmall, receiveToFile } from './body';
 import { Ctx, header, isoDate, sendEmpty, sendXml, setCommonHeaders, xh } from './context';
@@ -67,7 +70,7 @@ function metaFromHeaders(ctx: Ctx): Record<string, string> {
   for (const [k, v] of Object.entries(ctx.req.headers)) {
     if (!k.startsWith(prefix) || v === undefined) continue;
     const name = k.slice(prefix.length);
-    meta[name] = Array.isArray(v) ? v.join(',') : v;
+    meta[name] = decodeHeaderText(Array.isArray(v) ? v.join(',') : v);
     bytes += name.length + meta[name].length;
   }
   if (bytes > ctx.cfg.maxMetaBytes) throw new SvcError('MetadataTooLarge', `Your metadata headers exceed the maximum allowed metadata size (${ctx.cfg.maxMetaBytes} bytes).`);
@@ -181,7 +184,7 @@ function objectHeaders(ctx: Ctx, row: ObjectRow): void {
   res.setHeader('Access-Control-Expose-Headers', 'Content-Disposition');
   res.setHeader('Accept-Ranges', 'bytes');
   for (const [k, v] of Object.entries(row.headers)) if (k !== 'content-disposition') res.setHeader(k, v);
-  for (const [k, v] of Object.entries(row.meta)) res.setHeader(xh(ctx, 'meta-') + k, v);
+  for (const [k, v] of Object.entries(row.meta)) res.setHeader(xh(ctx, 'meta-') + k, encodeHeaderText(v));
   const tagPrefix = ctx.dialect.name === 'aws' ? 'X-Amz-Tagging-' : 'X-Svc-Tagging-';
   for (const [k, v] of row.tags) res.setHeader(tagPrefix + uriEncode(k), headerText(v));
   res.setHeader(tagPrefix + 'Count', row.tags.length);
@@ -353,16 +356,49 @@ function checkCopySourceConditions(ctx: Ctx, src: ObjectRow): void {
   if (inm === undefined && ims !== undefined && m <= ims) fail();
 }
 
-async function copyObject(ctx: Ctx): Promise<void> {
-  finishEmpty(ctx);
-  requireWrite(ctx);
-  validateKey(ctx.cfg, ctx.key);
+/** The object a copy request names (X-Svc-Copy-Source), once the caller may read it and its conditions hold. */
+export function copySource(ctx: Ctx): ObjectRow {
   const { bucket, key } = parseCopySource(header(ctx, xh(ctx, 'copy-source'))!);
   if (!ctx.cfg.buckets.has(bucket)) throw new SvcError('NoSuchBucket', 'The specified bucket does not exist');
   if (!canRead(ctx, bucket)) throw new SvcError('AccessDenied', 'Access Denied');
   const src = ctx.store.get(bucket, key);
   if (!src) throw new SvcError('NoSuchKey', 'The specified key does not exist.');
   checkCopySourceConditions(ctx, src);
+  return src;
+}
+
+/**
+ * Copy bytes [start, end] of an object into a new blob (fds opened now, so a
+ * concurrent overwrite cannot pull them away); with `hash`, their MD5 too.
+ */
+export async function copyToBlob(ctx: Ctx, src: ObjectRow, start: number, end: number, hash = false): Promise<{ id: string; md5?: Buffer }> {
+  const fds = ctx.store.openSegments(src);
+  const tmp = ctx.store.tempPath();
+  const md5 = hash ? createHash('md5') : undefined;
+  try {
+    const file = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600 });
+    const out = md5 ? new Transform({ transform: (c: Buffer, _e, cb) => { md5.update(c); cb(null, c); } }) : file;
+    if (md5) out.pipe(file);
+    if (end >= start) await streamSegments(src, fds, start, end, out);
+    else for (const fd of fds) fs.closeSync(fd);
+    await new Promise<void>((ok, ko) => {
+      file.on('error', ko);
+      file.on('finish', () => ok());
+      out.end();
+    });
+    await fsyncFile(tmp);
+  } catch (e) {
+    await fs.promises.rm(tmp, { force: true });
+    throw e;
+  }
+  return { id: ctx.store.adoptTemp(tmp), md5: md5?.digest() };
+}
+
+async function copyObject(ctx: Ctx): Promise<void> {
+  finishEmpty(ctx);
+  requireWrite(ctx);
+  validateKey(ctx.cfg, ctx.key);
+  const src = copySource(ctx);
   const metaDirective = (header(ctx, xh(ctx, 'metadata-directive')) ?? 'COPY').toUpperCase();
   const tagDirective = (header(ctx, xh(ctx, 'tagging-directive')) ?? 'COPY').toUpperCase();
   if (!['COPY', 'REPLACE'].includes(metaDirective) || !['COPY', 'REPLACE'].includes(tagDirective)) {
@@ -370,7 +406,7 @@ async function copyObject(ctx: Ctx): Promise<void> {
   }
   const replace = metaDirective === 'REPLACE';
   const attrs = objectAttributes(ctx);
-  const sameObject = bucket === ctx.bucket && key === ctx.key;
+  const sameObject = src.bucket === ctx.bucket && src.key === ctx.key;
   if (sameObject && !replace && tagDirective === 'COPY' && header(ctx, xh(ctx, 'acl')) === undefined) {
     throw new SvcError('InvalidRequest', "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
   }
@@ -384,23 +420,7 @@ async function copyObject(ctx: Ctx): Promise<void> {
   };
   let fresh: string[] = [];
   if (!sameObject) {
-    // Copy the bytes into one new blob (fds opened now, so a concurrent overwrite cannot pull them away).
-    const fds = ctx.store.openSegments(src);
-    const tmp = ctx.store.tempPath();
-    try {
-      const out = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600 });
-      if (src.size > 0) await streamSegments(src, fds, 0, src.size - 1, out);
-      else for (const fd of fds) fs.closeSync(fd);
-      await new Promise<void>((ok, ko) => {
-        out.on('error', ko);
-        out.end(() => ok());
-      });
-      await fsyncFile(tmp);
-    } catch (e) {
-      await fs.promises.rm(tmp, { force: true });
-      throw e;
-    }
-    const id = ctx.store.adoptTemp(tmp);
+    const { id } = await copyToBlob(ctx, src, 0, src.size - 1);
     row.segments = [{ id, size: src.size }];
     fresh = [id];
   }

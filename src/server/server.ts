@@ -3,6 +3,7 @@
 import * as http from 'node:http';
 import type { Logger } from 'pino';
 import { SvcError } from '../wire/errors';
+import { utf8FromLatin1 } from '../wire/headertext';
 import { DEFAULT_XML_NAMESPACE } from '../wire/xml';
 import { Authenticator, dialectOfHeaders } from './auth';
 import { bucketLocation, deleteObjects, headBucket, listBuckets, listObjects } from './bucket';
@@ -75,6 +76,8 @@ export class SvcServer {
     this.http = http.createServer({ keepAlive: true, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, (req, res) => {
       void this.handle(req, res);
     });
+    // Node answers 417 to an Expect other than 100-continue unless told otherwise; S3 ignores it.
+    this.http.on('checkExpectation', (req, res) => void this.handle(req, res));
   }
 
   async listen(): Promise<string> {
@@ -107,6 +110,8 @@ export class SvcServer {
     const started = process.hrtime.bigint();
     const requestId = this.nextId();
     this.inflight++;
+    // raw UTF-8 in header values (as Go and Java SDKs and curl send metadata): back to the text that was signed
+    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') req.headers[k] = utf8FromLatin1(v);
     const rawUrl = req.url ?? '/';
     const qAt = rawUrl.indexOf('?');
     const rawPath = qAt < 0 ? rawUrl : rawUrl.slice(0, qAt);

@@ -67,6 +67,8 @@ export interface ListResult {
   last?: string;
 }
 
+const COMPLETED_KEPT_MS = 24 * 3600 * 1000;
+
 export function newId(): string {
   return randomBytes(16).toString('hex');
 }
@@ -105,6 +107,8 @@ export class Store {
       CREATE TABLE IF NOT EXISTS parts (
         upload_id TEXT NOT NULL, part_number INTEGER NOT NULL, blob TEXT NOT NULL, size INTEGER NOT NULL,
         etag TEXT NOT NULL, mtime INTEGER NOT NULL, PRIMARY KEY (upload_id, part_number)) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS completed (
+        upload_id TEXT PRIMARY KEY, bucket TEXT NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, completed INTEGER NOT NULL);
     `);
     const p = (sql: string) => this.db.prepare(sql);
     this.st = {
@@ -125,6 +129,9 @@ export class Store {
       listParts: p('SELECT * FROM parts WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?'),
       allParts: p('SELECT * FROM parts WHERE upload_id = ? ORDER BY part_number'),
       delParts: p('DELETE FROM parts WHERE upload_id = ?'),
+      getCompleted: p('SELECT * FROM completed WHERE upload_id = ?'),
+      putCompleted: p('INSERT OR REPLACE INTO completed (upload_id, bucket, key, etag, completed) VALUES (?, ?, ?, ?, ?)'),
+      expireCompleted: p('DELETE FROM completed WHERE completed < ?'),
     };
   }
 
@@ -339,8 +346,19 @@ export class Store {
       const replaced = this.put(o, check).map((s) => s.id);
       this.st.delParts.run(uploadId);
       this.st.delUpload.run(uploadId);
+      this.st.putCompleted.run(uploadId, o.bucket, o.key, o.etag, o.mtime);
+      this.st.expireCompleted.run(o.mtime - COMPLETED_KEPT_MS);
       return [...unused, ...replaced];
     })();
+  }
+
+  /**
+   * A completed upload, remembered for a day: a client whose completion reply
+   * was lost sends the same completion again and gets the same answer (as S3).
+   */
+  getCompleted(uploadId: string): { bucket: string; key: string; etag: string } | undefined {
+    const r = this.st.getCompleted.get(uploadId) as any;
+    return r && r.completed >= Date.now() - COMPLETED_KEPT_MS ? { bucket: r.bucket, key: r.key, etag: r.etag } : undefined;
   }
 }
 

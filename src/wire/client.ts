@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { Agent, Dispatcher } from 'undici';
 import { Dialect, SVC, UNSIGNED_PAYLOAD, EMPTY_SHA256 } from './dialect';
 import { SvcError } from './errors';
+import { decodeHeaderText, encodeHeaderText, utf8FromLatin1 } from './headertext';
 import { Credentials, encodePath, sha256Hex, signRequest, signRequestV2, uriEncode } from './signer';
 import { buildXml, parseXml, textOf } from './xml';
 
@@ -280,7 +281,7 @@ export class SvcClient {
   private info(key: string, h: Record<string, string>): ObjectInfo {
     const meta: Record<string, string> = {};
     const mp = this.h('meta-');
-    for (const [k, v] of Object.entries(h)) if (k.startsWith(mp)) meta[k.slice(mp.length)] = v;
+    for (const [k, v] of Object.entries(h)) if (k.startsWith(mp)) meta[k.slice(mp.length)] = decodeHeaderText(utf8FromLatin1(v));
     const tc = h[this.h('tagging-count')];
     return {
       key,
@@ -328,7 +329,7 @@ export class SvcClient {
   private putHeaders(o: PutOptions): Record<string, string> {
     const h: Record<string, string> = { ...(o.headers ?? {}) };
     if (o.contentType) h['content-type'] = o.contentType;
-    for (const [k, v] of Object.entries(o.meta ?? {})) h[this.h('meta-') + k.toLowerCase()] = v;
+    for (const [k, v] of Object.entries(o.meta ?? {})) h[this.h('meta-') + k.toLowerCase()] = encodeHeaderText(v);
     if (o.tags && Object.keys(o.tags).length) h[this.h('tagging')] = new URLSearchParams(o.tags).toString();
     if (o.publicRead) h[this.h('acl')] = 'public-read';
     if (o.ifMatch) h['if-match'] = `"${o.ifMatch}"`;

@@ -17,8 +17,12 @@ const parser = new XMLParser({
   ignoreAttributes: true,
   parseTagValue: false, // keys such as "007" or "true" stay strings
   trimValues: false,
-  processEntities: true, // only the five predefined entities and character references
-  htmlEntities: false,
+  // The five predefined entities and numeric character references (`&#34;`, as Go's
+  // encoding/xml writes quotes); fast-xml-parser decodes the latter only with its
+  // htmlEntities switch, which also takes a few HTML names. `&amp;` goes last, so
+  // nothing is decoded twice; DOCTYPE is refused below, so nothing expands.
+  processEntities: true,
+  htmlEntities: true,
   isArray: (_name, jpath) => REPEATED.has(String(jpath)),
 });
 
