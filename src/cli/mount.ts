@@ -177,5 +177,6 @@ export async function statusCommand(mountpoint: string, o: { json?: boolean }): 
     `requests: ${req}; retries ${s.retries}`,
     `open files ${s.openFiles}; pending uploads ${s.pendingUploads} (${s.pendingBytes} bytes); uploads ${s.uploads}, failed ${s.uploadErrors}${s.lastUploadError ? ` (last: ${s.lastUploadError})` : ''}`,
     `write-back ${s.writeBackSec ? `${s.writeBackSec}s` : 'off (upload on close)'}; conflicts kept ${s.conflicts}; revalidated ${s.revalidated}; recovered at start ${s.recovered}`,
+    `conflict check: ${s.conditionalWrites}`,
   ].join('\n') + '\n');
 }

@@ -23,6 +23,11 @@ export interface Attr {
   meta: Record<string, string>;
   /** true when mode/uid/gid came from the object (not defaults) */
   fromMeta: boolean;
+  /**
+   * from a listing that carried no metadata (stores without the listing
+   * extension): mode, owner and times may be defaults until a HEAD completes them
+   */
+  partial?: boolean;
 }
 
 export interface AttrDefaults {

@@ -78,13 +78,17 @@ export class MetaCache {
   }
 
   setListing(path: string, entries: Map<string, Attr>): void {
-    if (this.ttlMs <= 0) return;
-    this.dirs.set(path, { entries });
     for (const [name, a] of entries) {
       const p = path === '/' ? `/${name}` : `${path}/${name}`;
-      this.attrs.set(p, { attr: a });
-      this.known.set(p, a);
+      // A listing without metadata: what this mount wrote or last saw of the
+      // same version (same ETag) still holds its mode, owner and times.
+      const prev = a.partial ? this.known.get(p) : undefined;
+      const kept = prev && !prev.partial && prev.kind === a.kind && (a.kind === 'dir' || prev.etag === a.etag) ? { ...prev, size: a.size, etag: a.etag } : a;
+      if (kept !== a) entries.set(name, kept);
+      if (this.ttlMs > 0) this.attrs.set(p, { attr: kept });
+      this.known.set(p, kept);
     }
+    if (this.ttlMs > 0) this.dirs.set(path, { entries });
   }
 
   /** Forget a path (and, for a directory, everything cached below it). */

@@ -4,17 +4,18 @@
 import * as fs from 'node:fs';
 import { constants as C } from 'node:fs';
 import type { Logger } from 'pino';
-import { SvcClient } from '../wire/client';
+import { Slots, SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
 import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, metaFromAttr } from './attrs';
 import { MetaCache } from './cache';
 import { E, fsError } from './errors';
 import { Reader, ReaderTuning, DEFAULT_TUNING } from './reader';
 import { Remote } from './remote';
-import { Journal, JournalRecord } from './journal';
+import { ConditionalMode } from './conditional';
+import { Journal } from './journal';
 import { Staged } from './staged';
-import { ConflictError, DEFAULT_UPLOAD, UploadResult, UploadTuning, uploadFile } from './uploader';
-import { contentTypeFor } from './mime';
+import { UploadTuning } from './uploader';
+import { Writer, WriterStats } from './writer';
 import * as xattr from './xattr';
 
 export interface FsOptions {
@@ -30,11 +31,11 @@ export interface FsOptions {
   /** write-back: close returns once staged and journaled; the upload follows after this delay (0: upload on close) */
   writeBackMs: number;
   /**
-   * Keep both versions when another writer got there first: 'on' uploads
-   * conditionally (If-Match / If-None-Match); 'head' compares ETags with a HEAD
-   * first, for stores without conditional writes; 'off' lets the last writer win.
+   * Keep both versions when another writer got there first: conditional
+   * uploads where the store honours them (probed at mount), else a HEAD
+   * comparing ETags first; 'off' lets the last writer win.
    */
-  conflictCheck: 'on' | 'head' | 'off';
+  conditional: ConditionalMode;
   log: Logger;
   upload?: UploadTuning;
   reader?: ReaderTuning;
@@ -47,18 +48,9 @@ interface Handle {
   reader?: Reader;
 }
 
-export interface FsStats {
+export interface FsStats extends WriterStats {
   openFiles: number;
-  staged: number;
-  pendingUploads: number;
-  pendingBytes: number;
-  uploads: number;
-  uploadErrors: number;
-  lastUploadError?: string;
-  conflicts: number;
   revalidated: number;
-  recovered: number;
-  writeBackSec: number;
 }
 
 export class SvcFs {
@@ -67,17 +59,14 @@ export class SvcFs {
   private readonly client: SvcClient;
   private readonly log: Logger;
   private readonly handles = new Map<number, Handle>();
-  private readonly staged = new Map<string, Staged>();
+  readonly writer: Writer;
   private readonly links = new Map<string, { etag?: string; target: string }>();
   private nextFd = 1;
   private readonly defaults: AttrDefaults;
-  private uploads = 0;
-  private uploadErrors = 0;
-  private lastUploadError?: string;
-  private conflicts = 0;
   private revalidated = 0;
-  private recovered = 0;
-  private readonly journal: Journal;
+  /** HEADs completing entries that a listing gave without metadata: one per path, 16 at a time */
+  private readonly completing = new Map<string, Promise<Attr | null>>();
+  private readonly headSlots = new Slots(16);
 
   constructor(private readonly o: FsOptions) {
     this.client = o.client;
@@ -85,7 +74,10 @@ export class SvcFs {
     this.defaults = { uid: o.uid, gid: o.gid, umask: o.umask, mountTime: Date.now() };
     this.remote = new Remote(o.client, o.bucket, o.prefix, this.defaults);
     this.cache = new MetaCache(o.cacheTtlMs);
-    this.journal = o.journal;
+    this.writer = new Writer({
+      client: o.client, remote: this.remote, cache: this.cache, journal: o.journal, log: o.log, writeBackMs: o.writeBackMs,
+      conditional: o.conditional, upload: o.upload,
+    });
   }
 
   private writable(): void {
@@ -104,9 +96,10 @@ export class SvcFs {
 
   /** Attributes of a path, or null: staged files first, then the cache, then the bucket. */
   async lookup(path: string): Promise<Attr | null> {
-    const st = this.staged.get(path);
-    if (st && !st.deleted) return this.stagedAttr(st);
+    const st = this.writer.get(path);
+    if (st) return this.stagedAttr(st);
     const cached = this.cache.get(path);
+    if (cached?.partial) return this.complete(path, cached);
     if (cached !== undefined) return cached;
     const a = (await this.revalidate(path)) ?? (await this.remote.stat(path));
     if (a) this.cache.set(path, a);
@@ -129,6 +122,34 @@ export class SvcFs {
     return r ? this.remote.attrOf(r) : undefined;
   }
 
+  /** An entry from a listing without metadata, made whole by a HEAD (shared by concurrent callers). */
+  private complete(path: string, a: Attr): Promise<Attr | null> {
+    let p = this.completing.get(path);
+    if (!p) {
+      p = (async () => {
+        await this.headSlots.take();
+        try {
+          const full = await this.remote.complete(path, a);
+          if (this.completing.get(path) === p) {
+            if (full) this.cache.set(path, full);
+            else this.cache.setMissing(path);
+          }
+          return full;
+        } finally {
+          this.headSlots.give();
+          if (this.completing.get(path) === p) this.completing.delete(path);
+        }
+      })();
+      this.completing.set(path, p);
+    }
+    return p;
+  }
+
+  /** This mount changes these paths: its own attributes win over a HEAD still in flight. */
+  private changing(...paths: string[]): void {
+    for (const p of paths) this.completing.delete(p);
+  }
+
   async getattr(path: string): Promise<Attr> {
     const a = await this.lookup(path);
     if (!a) throw fsError(E.ENOENT);
@@ -143,10 +164,16 @@ export class SvcFs {
       if (a.kind !== 'dir') throw fsError(E.ENOTDIR);
       entries = await this.remote.list(path);
       this.cache.setListing(path, entries);
+      // `ls -l` asks for each entry next: complete what the listing left partial ahead of it (bounded)
+      let ahead = 0;
+      for (const [name, a] of entries) {
+        if (!a.partial || ahead++ >= 1000) continue;
+        void this.complete(path === '/' ? `/${name}` : `${path}/${name}`, a).catch(() => undefined);
+      }
     }
     const names = new Set(entries.keys());
     const pre = path === '/' ? '/' : path + '/';
-    for (const [p, st] of this.staged) {
+    for (const [p, st] of this.writer.entries()) {
       const rest = p.slice(pre.length);
       if (!p.startsWith(pre) || rest.includes('/')) continue;
       if (st.deleted) names.delete(rest);
@@ -171,22 +198,12 @@ export class SvcFs {
     return h;
   }
 
-  /** The staged file of a path, created from the existing object when there is none. */
-  private async stage(path: string, a: Attr): Promise<Staged> {
-    let st = this.staged.get(path);
-    if (!st) {
-      st = await Staged.create(this.journal.stagingDir, path, this.client, this.o.bucket, { key: this.key(path), size: a.size, etag: a.etag }, a);
-      this.staged.set(path, st);
-    }
-    return st;
-  }
-
   async open(path: string, flags: number): Promise<number> {
     const write = (flags & 3) !== C.O_RDONLY;
     if (write) this.writable();
-    const st = this.staged.get(path);
+    const st = this.writer.get(path);
     if (!write) {
-      if (st && !st.deleted) {
+      if (st) {
         st.refs++;
         return this.addHandle({ path, flags, staged: st });
       }
@@ -194,23 +211,20 @@ export class SvcFs {
       if (a.kind === 'dir') throw fsError(E.EISDIR);
       return this.addHandle({ path, flags, reader: new Reader(this.client, this.o.bucket, this.key(path), a.size, a.etag, this.o.reader ?? DEFAULT_TUNING) });
     }
-    const a = st && !st.deleted ? this.stagedAttr(st) : await this.getattr(path);
+    const a = st ? this.stagedAttr(st) : await this.getattr(path);
     if (a.kind === 'dir') throw fsError(E.EISDIR);
-    const s = await this.stage(path, a);
+    const s = await this.writer.stage(path, a);
     s.refs++;
     if (flags & C.O_TRUNC) await s.truncate(0);
     return this.addHandle({ path, flags, staged: s });
   }
 
   async create(path: string, mode: number): Promise<number> {
+    this.changing(path);
     this.writable();
     const now = Date.now();
     const attr: Attr = { kind: 'file', mode: S_IFREG | (mode & 0o7777), uid: this.o.uid, gid: this.o.gid, size: 0, mtime: now, ctime: now, meta: {}, fromMeta: true };
-    const old = this.staged.get(path);
-    if (old) await this.discard(old);
-    const st = await Staged.create(this.journal.stagingDir, path, this.client, this.o.bucket, undefined, attr);
-    this.staged.set(path, st);
-    this.note(st, 'open');
+    const st = await this.writer.create(path, attr);
     st.refs++;
     this.cache.set(path, attr);
     return this.addHandle({ path, flags: C.O_RDWR, staged: st });
@@ -227,255 +241,30 @@ export class SvcFs {
     if (!h.staged) throw fsError(E.EBADF);
     const st = h.staged;
     const n = await st.write(buf, len, h.flags & C.O_APPEND ? st.size : pos);
-    if (!st.journaled) this.note(st, 'open');
+    this.writer.touched(st);
     return n;
   }
 
-  /**
-   * close(2) and fsync(2). Upload on close: upload what is staged, and the
-   * application gets EIO if that fails. Write-back: make the staged bytes
-   * durable and journaled, and let the upload follow after the delay.
-   */
+  /** close(2) and fsync(2): see Writer.flush. */
   async flush(fd: number): Promise<void> {
-    const h = this.handle(fd);
-    const st = h.staged;
-    if (!st || !st.dirty || st.deleted) return;
-    if (this.o.writeBackMs > 0) {
-      await this.commitLocal(st);
-      this.schedule(st, this.o.writeBackMs);
-      return;
-    }
-    await this.upload(st);
+    const st = this.handle(fd).staged;
+    if (st) await this.writer.flush(st);
   }
 
   async release(fd: number): Promise<void> {
     const h = this.handles.get(fd);
     if (!h) return;
     this.handles.delete(fd);
-    const st = h.staged;
-    if (!st) return;
-    st.refs--;
-    if (st.dirty && !st.deleted) {
-      if (this.o.writeBackMs > 0) {
-        await this.commitLocal(st).catch(() => undefined);
-        if (!st.timer) this.schedule(st, this.o.writeBackMs);
-        return;
-      }
-      try {
-        await this.upload(st);
-      } catch {
-        // Already logged and reported to the application (close returned EIO).
-        // The bytes stay staged and journaled; keep trying in the background.
-        st.failures++;
-        if (!st.timer) this.schedule(st, this.backoff(st.failures));
-        return;
-      }
-    }
-    if (st.refs <= 0 && (!st.dirty || st.deleted)) await this.discard(st);
-  }
-
-  private backoff(failures: number): number {
-    return Math.min(1000 * 2 ** Math.min(failures, 6), 60_000);
-  }
-
-  /** Forget a staged file: its timer, its unfinished multipart upload, its journal record and bytes. */
-  private async discard(st: Staged): Promise<void> {
-    if (this.staged.get(st.path) === st) this.staged.delete(st.path);
-    if (st.timer) clearTimeout(st.timer);
-    st.timer = undefined;
-    if (st.multipart) {
-      const mp = st.multipart;
-      st.multipart = undefined;
-      await this.client.abortMultipart(this.o.bucket, st.base?.key ?? this.key(st.path), mp.uploadId).catch(() => undefined);
-    }
-    this.journal.remove(st.id);
-    st.journaled = undefined;
-    await st.close(true);
-  }
-
-  /** Write (or rewrite) the journal record of a staged file. */
-  private note(st: Staged, state: 'open' | 'pending'): void {
-    const rec: JournalRecord = {
-      id: st.id, path: st.path, key: this.key(st.path), bucket: this.o.bucket, file: st.file, size: st.size,
-      baseEtag: st.base?.etag, meta: metaFromAttr(st.attr), contentType: contentTypeFor(st.path), state, updated: Date.now(),
-      multipart: st.multipart,
-    };
-    this.journal.write(rec);
-    st.journaled = state;
-  }
-
-  /** Every byte the upload needs, on local disk: what is left of the base, fetched. */
-  private async fill(st: Staged): Promise<void> {
-    try {
-      await st.fillAll();
-    } catch (e) {
-      if (e instanceof SvcError && e.status === 412) {
-        throw new Error('the object changed on the server before the unchanged parts of this edit were read; the edit stays staged');
-      }
-      throw e;
-    }
-  }
-
-  /** Filled, fsync'd and journaled as pending: the bytes survive a crash of the mount. */
-  private async commitLocal(st: Staged): Promise<void> {
-    await this.fill(st);
-    await st.sync();
-    this.note(st, 'pending');
-  }
-
-  /** Write-back: upload after a delay (a file written again meanwhile is uploaded once). */
-  private schedule(st: Staged, delayMs: number): void {
-    if (st.timer) clearTimeout(st.timer);
-    st.timer = setTimeout(() => {
-      st.timer = undefined;
-      this.upload(st).then(
-        async () => {
-          st.failures = 0;
-          if (st.refs <= 0 && !st.dirty && this.staged.get(st.path) === st) await this.discard(st);
-        },
-        () => {
-          st.failures++;
-          if (!st.deleted && st.dirty) this.schedule(st, this.backoff(st.failures));
-        },
-      );
-    }, delayMs);
-  }
-
-  /** Where our version goes when another writer's is in the way: `name.conflict-<UTC time>`. */
-  private conflictPath(path: string): string {
-    const ts = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
-    return `${path}.conflict-${ts}`;
-  }
-
-  /** Upload a staged file until what is in the bucket matches it (one upload at a time per file). */
-  private async upload(st: Staged): Promise<void> {
-    while (st.dirty && !st.deleted) {
-      if (st.uploading) {
-        await st.uploading.catch(() => undefined);
-        if (st.lastError) throw fsError(E.EIO, String(st.lastError));
-        continue;
-      }
-      const gen = st.gen;
-      st.uploading = (async () => {
-        const started = Date.now();
-        // Upload on close promises nothing until the upload is done, so the staged
-        // bytes need not be made durable first; after a failure they are (below).
-        if (this.o.writeBackMs > 0 || st.journaled === 'pending') await this.commitLocal(st);
-        else await this.fill(st);
-        const path = st.path;
-        const key = this.key(path);
-        const meta = metaFromAttr(st.attr);
-        const t = this.o.upload ?? DEFAULT_UPLOAD;
-        const cond = this.o.conflictCheck !== 'on' ? {} : st.base?.etag ? { ifMatch: st.base.etag } : { ifNoneMatch: '*' };
-        // a multipart upload begun for other bytes is of no use any more
-        if (st.multipart && st.multipart.gen !== gen) {
-          await this.client.abortMultipart(this.o.bucket, key, st.multipart.uploadId).catch(() => undefined);
-          st.multipart = undefined;
-        }
-        const hooks = {
-          resume: st.multipart,
-          onState: (m: { uploadId: string; partSize: number; etags: Array<string | null> } | undefined) => {
-            st.multipart = m && { ...m, gen };
-            if (st.journaled === 'pending') this.note(st, 'pending');
-          },
-        };
-        let target = key;
-        let r: UploadResult;
-        try {
-          if (this.o.conflictCheck === 'head') {
-            const now = await this.remote.head(key);
-            if (st.base?.etag ? now?.etag !== st.base.etag : now !== undefined) throw new ConflictError(key);
-          }
-          r = await uploadFile(this.client, this.o.bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...cond }, t, hooks);
-        } catch (e) {
-          if (!(e instanceof ConflictError)) {
-            await this.commitLocal(st).catch(() => undefined); // keep the bytes safe for the retries to come
-            throw e;
-          }
-          // Keep both: theirs stays at the path, ours goes next to it.
-          const other = this.conflictPath(path);
-          target = this.key(other);
-          r = await uploadFile(this.client, this.o.bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, t);
-          this.conflicts++;
-          this.log.warn({ key, keptAs: target }, 'conflict: the object changed on the server during this edit; both versions kept');
-          this.cache.invalidate(path);
-          this.cache.invalidateParent(path);
-          if (this.staged.get(path) === st) this.staged.delete(path);
-          st.path = other;
-          this.staged.set(other, st);
-        }
-        st.uploadedGen = gen;
-        st.base = { key: target, size: 0, etag: r.etag };
-        st.attr = { ...st.attr, etag: r.etag, meta, fromMeta: true };
-        if (!st.dirty) {
-          this.journal.remove(st.id);
-          st.journaled = undefined;
-        }
-        this.cache.set(st.path, this.stagedAttr(st));
-        this.uploads++;
-        this.log.debug({ key: target, size: st.size, parts: r.parts, ms: Date.now() - started }, 'uploaded');
-      })();
-      try {
-        await st.uploading;
-        st.lastError = undefined;
-      } catch (e) {
-        st.lastError = e;
-        this.uploadErrors++;
-        this.lastUploadError = `${this.key(st.path)}: ${(e as Error).message}`;
-        this.log.error({ key: this.key(st.path), err: (e as Error).message }, 'upload failed; the data stays staged');
-        throw fsError(E.EIO, (e as Error).message);
-      } finally {
-        st.uploading = undefined;
-      }
-    }
-  }
-
-  /**
-   * After a crash: every journaled file that was closed goes back to the staged
-   * table (so its path shows the staged bytes, not the bucket's) and is
-   * uploaded in the background; files never closed are set aside.
-   */
-  async recover(): Promise<number> {
-    const live = new Set<string>();
-    let n = 0;
-    for (const r of this.journal.records()) {
-      if (r.bucket !== this.o.bucket || !fs.existsSync(r.file)) {
-        this.journal.remove(r.id);
-        continue;
-      }
-      if (r.state !== 'pending') {
-        const where = this.journal.setAside(r);
-        this.log.warn({ path: r.path, keptAt: where }, 'a file that was never closed before the crash was set aside, not uploaded');
-        continue;
-      }
-      const now = Date.now();
-      const attr = { ...this.remote.attrOf({ key: r.key, size: r.size, etag: r.baseEtag ?? '', lastModified: new Date(now), meta: r.meta }), etag: r.baseEtag };
-      const st = await Staged.adopt(r.file, r.path, this.client, this.o.bucket, r.key, r.size, r.baseEtag, attr);
-      st.multipart = r.multipart;
-      this.staged.set(r.path, st);
-      live.add(r.file);
-      this.schedule(st, 0);
-      n++;
-    }
-    const swept = this.journal.sweepStaging(live);
-    this.recovered = n;
-    if (n || swept) this.log.info({ recovered: n, swept }, 'recovered staged files from the journal; uploading them');
-    return n;
+    if (h.staged) await this.writer.release(h.staged);
   }
 
   async truncate(path: string, size: number): Promise<void> {
     this.writable();
-    const open = this.staged.get(path);
-    if (open && !open.deleted) return open.truncate(size);
+    const open = this.writer.get(path);
+    if (open) return open.truncate(size);
     const a = await this.getattr(path);
     if (a.kind === 'dir') throw fsError(E.EISDIR);
-    const st = await this.stage(path, a);
-    try {
-      await st.truncate(size);
-      await this.upload(st);
-    } finally {
-      if (st.refs <= 0 && !st.dirty) await this.discard(st);
-    }
+    await this.writer.truncateClosed(path, a, size);
   }
 
   async ftruncate(fd: number, size: number): Promise<void> {
@@ -487,23 +276,18 @@ export class SvcFs {
   // ---- namespace ----
 
   async unlink(path: string): Promise<void> {
+    this.changing(path);
     this.writable();
     const a = await this.getattr(path);
     if (a.kind === 'dir') throw fsError(E.EISDIR);
-    const st = this.staged.get(path);
-    if (st) {
-      st.deleted = true;
-      if (st.timer) clearTimeout(st.timer);
-      this.journal.remove(st.id);
-      if (st.refs <= 0) await this.discard(st);
-      else this.staged.delete(path);
-    }
+    await this.writer.unlinked(path);
     await this.client.delete(this.o.bucket, this.key(path));
     this.cache.setMissing(path);
     this.links.delete(path);
   }
 
   async mkdir(path: string, mode: number): Promise<void> {
+    this.changing(path);
     this.writable();
     if (await this.lookup(path)) throw fsError(E.EEXIST);
     const now = Date.now();
@@ -513,24 +297,20 @@ export class SvcFs {
     this.cache.set(path, { ...attr, meta, etag });
   }
 
-  private hasStagedBelow(path: string): boolean {
-    const pre = path + '/';
-    for (const [p, st] of this.staged) if (p.startsWith(pre) && !st.deleted) return true;
-    return false;
-  }
-
   async rmdir(path: string): Promise<void> {
+    this.changing(path);
     this.writable();
     if (path === '/') throw fsError(E.EBUSY);
     const a = await this.getattr(path);
     if (a.kind !== 'dir') throw fsError(E.ENOTDIR);
-    if (this.hasStagedBelow(path) || (await this.remote.hasChildren(path))) throw fsError(E.ENOTEMPTY);
+    if (this.writer.hasStagedBelow(path) || (await this.remote.hasChildren(path))) throw fsError(E.ENOTEMPTY);
     await this.client.delete(this.o.bucket, this.remote.dirKey(path));
     this.cache.invalidate(path, true);
     this.cache.setMissing(path);
   }
 
   async rename(from: string, to: string): Promise<void> {
+    this.changing(from, to);
     this.writable();
     if (from === to) return;
     if (to.startsWith(from + '/')) throw fsError(E.EINVAL);
@@ -538,16 +318,11 @@ export class SvcFs {
     const b = await this.lookup(to);
     if (a.kind === 'dir') {
       if (b && b.kind !== 'dir') throw fsError(E.ENOTDIR);
-      if (b && (this.hasStagedBelow(to) || (await this.remote.hasChildren(to)))) throw fsError(E.ENOTEMPTY);
+      if (b && (this.writer.hasStagedBelow(to) || (await this.remote.hasChildren(to)))) throw fsError(E.ENOTEMPTY);
       // what is staged below goes first, so that the copy takes the latest bytes
-      for (const [p, st] of this.staged) if (p.startsWith(from + '/')) await this.upload(st);
+      await this.writer.settleBelow(from);
       const n = await this.remote.renameDir(from, to);
-      for (const [p, st] of [...this.staged]) {
-        if (!p.startsWith(from + '/')) continue;
-        this.staged.delete(p);
-        st.path = to + p.slice(from.length);
-        this.staged.set(st.path, st);
-      }
+      this.writer.movedDir(from, to);
       this.cache.invalidate(from, true);
       this.cache.invalidate(to, true);
       this.cache.invalidateParent(from);
@@ -556,18 +331,11 @@ export class SvcFs {
       return;
     }
     if (b && b.kind === 'dir') throw fsError(E.EISDIR);
-    const st = this.staged.get(from);
-    if (st) await this.upload(st);
+    const st = this.writer.get(from);
+    if (st) await this.writer.upload(st);
     const etag = await this.client.copy({ bucket: this.o.bucket, key: this.key(from) }, this.o.bucket, this.key(to));
     await this.client.delete(this.o.bucket, this.key(from));
-    if (st) {
-      this.staged.delete(from);
-      const old = this.staged.get(to);
-      if (old) await this.discard(old);
-      st.path = to;
-      st.base = { key: this.key(to), size: 0, etag };
-      this.staged.set(to, st);
-    }
+    await this.writer.moved(from, to, etag);
     const link = this.links.get(from);
     this.links.delete(from);
     if (link) this.links.set(to, link);
@@ -583,9 +351,10 @@ export class SvcFs {
    * (copy onto itself), and an implicit directory gets a marker.
    */
   private async setAttr(path: string, change: (a: Attr) => Attr): Promise<void> {
+    this.changing(path);
     this.writable();
-    const st = this.staged.get(path);
-    if (st && !st.deleted) {
+    const st = this.writer.get(path);
+    if (st) {
       st.attr = change(st.attr);
       if (st.dirty) return;
     }
@@ -630,6 +399,7 @@ export class SvcFs {
   // ---- symlinks ----
 
   async symlink(target: string, path: string): Promise<void> {
+    this.changing(path);
     this.writable();
     if (await this.lookup(path)) throw fsError(E.EEXIST);
     const now = Date.now();
@@ -653,8 +423,8 @@ export class SvcFs {
   // ---- extended attributes ----
 
   private async settled(path: string): Promise<Attr> {
-    const st = this.staged.get(path);
-    if (st && st.dirty) await this.upload(st);
+    const st = this.writer.get(path);
+    if (st && st.dirty) await this.writer.upload(st);
     return this.getattr(path);
   }
 
@@ -724,36 +494,17 @@ export class SvcFs {
   // ---- state ----
 
   stats(): FsStats {
-    let pending = 0;
-    let bytes = 0;
-    for (const st of this.staged.values()) {
-      if (st.dirty && !st.deleted) {
-        pending++;
-        bytes += st.size;
-      }
-    }
-    return {
-      openFiles: this.handles.size, staged: this.staged.size, pendingUploads: pending, pendingBytes: bytes,
-      uploads: this.uploads, uploadErrors: this.uploadErrors, lastUploadError: this.lastUploadError,
-      conflicts: this.conflicts, revalidated: this.revalidated, recovered: this.recovered, writeBackSec: this.o.writeBackMs / 1000,
-    };
+    return { openFiles: this.handles.size, revalidated: this.revalidated, ...this.writer.stats() };
   }
 
-  /** Upload everything still pending (before unmount). Returns the paths that failed. */
-  async flushAll(onProgress?: (left: number) => void): Promise<string[]> {
-    const failed: string[] = [];
-    const pending = [...this.staged.values()].filter((s) => s.dirty && !s.deleted);
-    let left = pending.length;
-    for (const st of pending) {
-      if (st.timer) clearTimeout(st.timer);
-      st.timer = undefined;
-      try {
-        await this.upload(st);
-      } catch {
-        failed.push(st.path);
-      }
-      onProgress?.(--left);
-    }
-    return failed;
+  recover(): Promise<number> {
+    return this.writer.recover();
   }
+
+  flushAll(onProgress?: (left: number) => void): Promise<string[]> {
+    return this.writer.flushAll(onProgress);
+  }
+
+
+
 }

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import type { Logger } from 'pino';
 import { SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
+import { ConditionalMode, describeMode, probeConditionalWrites } from './conditional';
 import { SvcFs } from './filesystem';
 import { Journal, JournalLockedError } from './journal';
 import { operations } from './ops';
@@ -102,6 +103,14 @@ const TIMEOUTS = {
   read: 300_000, write: 300_000, open: 120_000, create: 120_000, readdir: 300_000,
 };
 
+/** conflict_check=on: what the store really does, found by a probe; head and off as asked. */
+async function chooseConditionalMode(c: MountConfig): Promise<ConditionalMode> {
+  if (c.conflictCheck === 'off') return { kind: 'off', reason: 'conflict_check=off' };
+  if (c.conflictCheck === 'head') return { kind: 'head', reason: 'conflict_check=head' };
+  if (c.readOnly) return { kind: 'off', reason: 'read-only mount' };
+  return probeConditionalWrites(c.client, c.bucket, c.prefix === '' || c.prefix.endsWith('/') ? c.prefix : c.prefix + '/', c.log);
+}
+
 export async function runMount(c: MountConfig): Promise<void> {
   checkMountpoint(c);
   await checkBucket(c.client, c.endpoint, c.bucket);
@@ -113,9 +122,11 @@ export async function runMount(c: MountConfig): Promise<void> {
     if (e instanceof JournalLockedError) throw new MountError(e.message);
     throw e;
   }
+  const conditional = await chooseConditionalMode(c);
+  c.log.info({ mode: describeMode(conditional) }, 'conflict check');
   const fsys = new SvcFs({
     client: c.client, bucket: c.bucket, prefix: c.prefix, uid: c.uid, gid: c.gid, umask: c.umask, readOnly: c.readOnly,
-    cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conflictCheck: c.conflictCheck, log: c.log,
+    cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conditional, log: c.log,
   });
   // Staged files a crash left behind are served and uploaded before the bucket's versions of those paths.
   await fsys.recover();

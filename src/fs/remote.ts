@@ -8,6 +8,11 @@ import { Attr, AttrDefaults, attrFromObject, implicitDir } from './attrs';
 
 export class Remote {
   readonly prefix: string;
+  /**
+   * Does the store put user metadata in listings (svcfs serve's metadata=true
+   * extension)? Learned from the first listing with objects in it.
+   */
+  listingMeta?: boolean;
 
   constructor(readonly client: SvcClient, readonly bucket: string, prefix: string, readonly defaults: AttrDefaults) {
     this.prefix = prefix === '' || prefix.endsWith('/') ? prefix : prefix + '/';
@@ -47,7 +52,8 @@ export class Remote {
     if (page.contents.length || page.prefixes.length) {
       const first = page.contents[0];
       if (first && first.key === dk) {
-        return attrFromObject(this.defaults, { size: 0, lastModified: first.lastModified, etag: first.etag, meta: first.meta ?? {} }, true);
+        const meta = first.meta ?? (await this.head(dk))?.meta ?? {};
+        return attrFromObject(this.defaults, { size: 0, lastModified: first.lastModified, etag: first.etag, meta }, true);
       }
       return implicitDir(this.defaults);
     }
@@ -59,19 +65,36 @@ export class Remote {
     const dk = this.dirKey(path);
     const out = new Map<string, Attr>();
     for await (const page of this.client.list(this.bucket, { prefix: dk, delimiter: '/', metadata: true })) {
+      if (page.contents.length) this.listingMeta = page.contents.some((c) => c.meta !== undefined);
       for (const c of page.contents) {
         const name = c.key.slice(dk.length);
         if (!validName(name) || out.get(name)?.kind === 'dir') continue;
-        out.set(name, attrFromObject(this.defaults, { size: c.size, lastModified: c.lastModified, etag: c.etag, meta: c.meta ?? {} }));
+        const a = attrFromObject(this.defaults, { size: c.size, lastModified: c.lastModified, etag: c.etag, meta: c.meta ?? {} });
+        out.set(name, c.meta === undefined ? { ...a, partial: true } : a);
       }
       for (const p of page.prefixes) {
         const name = p.slice(dk.length, -1);
         if (!validName(name)) continue;
         const marker = page.prefixMeta.get(p);
-        out.set(name, marker ? attrFromObject(this.defaults, { size: 0, lastModified: new Date(this.defaults.mountTime), meta: marker }, true) : implicitDir(this.defaults));
+        // without the extension a prefix may still have a marker with a mode: partial until a HEAD tells
+        out.set(name, marker ? attrFromObject(this.defaults, { size: 0, lastModified: new Date(this.defaults.mountTime), meta: marker }, true)
+          : { ...implicitDir(this.defaults), partial: this.listingMeta !== true });
       }
     }
     return out;
+  }
+
+  /**
+   * The whole attributes of an entry a listing gave without metadata: a HEAD
+   * of the object (or of the directory's marker; none: an implicit directory).
+   */
+  async complete(path: string, a: Attr): Promise<Attr | null> {
+    if (a.kind === 'dir') {
+      const info = await this.head(this.dirKey(path));
+      return info ? this.attrOf(info, true) : implicitDir(this.defaults);
+    }
+    const info = await this.head(this.key(path));
+    return info ? this.attrOf(info) : null;
   }
 
   /** Is anything below this directory besides its marker? */

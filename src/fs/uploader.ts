@@ -33,6 +33,27 @@ export class ConflictError extends Error {
   }
 }
 
+/**
+ * The store refused a conditional upload (412) although a HEAD shows the
+ * object as the condition named it: its conditions cannot be trusted. The
+ * caller switches to the HEAD check and uploads again.
+ */
+export class UntrustedConditionError extends Error {
+  constructor(readonly key: string, readonly detail: string) {
+    super(`the store answered 412 to a condition that held (${detail})`);
+  }
+}
+
+export interface ConditionalUpload {
+  /** send If-Match unquoted (Ceph RGW 16) */
+  unquotedIfMatch?: boolean;
+  /**
+   * The store ignores conditions on CompleteMultipartUpload: compare the ETag
+   * with a HEAD just before completing instead.
+   */
+  headBeforeComplete?: boolean;
+}
+
 export interface MultipartState {
   uploadId: string;
   partSize: number;
@@ -76,8 +97,30 @@ async function holdsOurs(client: SvcClient, bucket: string, key: string, etag: s
   return typeof info === 'object' && info.etag === etag;
 }
 
+/**
+ * A 412 to a conditional upload: ours already (a retried request whose first
+ * try went through), another writer's version (a conflict), or a condition
+ * that held all along (the store's conditions are not to be trusted).
+ */
+async function explain412(client: SvcClient, bucket: string, key: string, expected: string, o: PutOptions): Promise<Error | 'ours'> {
+  const info = await client.head(bucket, key);
+  const etag = typeof info === 'object' ? info.etag : undefined;
+  if (etag === expected) return 'ours';
+  if (o.ifMatch !== undefined && etag === o.ifMatch) return new UntrustedConditionError(key, `If-Match ${o.ifMatch}, and the object has that ETag`);
+  if (o.ifNoneMatch === '*' && etag === undefined) return new UntrustedConditionError(key, 'If-None-Match: *, and the object does not exist');
+  return new ConflictError(key);
+}
+
+/** The HEAD check: the object is still what the edit started from (or still absent for a new file). */
+export async function checkUnchanged(client: SvcClient, bucket: string, key: string, o: Pick<PutOptions, 'ifMatch' | 'ifNoneMatch'>): Promise<void> {
+  if (o.ifMatch === undefined && o.ifNoneMatch === undefined) return;
+  const now = await client.head(bucket, key);
+  const etag = typeof now === 'object' ? now.etag : undefined;
+  if (o.ifMatch !== undefined ? etag !== o.ifMatch && etag !== undefined : etag !== undefined) throw new ConflictError(key);
+}
+
 export async function uploadFile(
-  client: SvcClient, bucket: string, key: string, file: string, size: number, o: PutOptions, t: UploadTuning = DEFAULT_UPLOAD,
+  client: SvcClient, bucket: string, key: string, file: string, size: number, o: PutOptions & ConditionalUpload, t: UploadTuning = DEFAULT_UPLOAD,
   hooks: UploadHooks = {},
 ): Promise<UploadResult> {
   const conditional = o.ifMatch !== undefined || o.ifNoneMatch !== undefined;
@@ -94,8 +137,9 @@ export async function uploadFile(
           return { etag: await client.put(bucket, key, body, { ...o, ifMatch: undefined, ifNoneMatch: '*' }), parts: 1 };
         }
         if (conditional && refused(e)) {
-          if (await holdsOurs(client, bucket, key, expected)) return { etag: expected, parts: 1 };
-          throw new ConflictError(key);
+          const why = await explain412(client, bucket, key, expected, o);
+          if (why === 'ours') return { etag: expected, parts: 1 };
+          throw why;
         }
         throw e;
       }
@@ -131,23 +175,51 @@ export async function uploadFile(
     const expected = createHash('md5').update(Buffer.concat(etags.map((e) => Buffer.from(e, 'hex')))).digest('hex') + `-${total}`;
     let etag: string;
     try {
-      etag = await client.completeMultipart(bucket, key, s.uploadId, etags.map((e, i) => ({ partNumber: i + 1, etag: e })),
-        { ifMatch: o.ifMatch, ifNoneMatch: o.ifNoneMatch });
+      if (conditional && o.headBeforeComplete) {
+        try {
+          await checkUnchanged(client, bucket, key, o);
+        } catch (e) {
+          if (e instanceof ConflictError) {
+            await client.abortMultipart(bucket, key, s.uploadId).catch(() => undefined);
+            hooks.onState?.(undefined);
+          }
+          throw e;
+        }
+      }
+      const cond = o.headBeforeComplete ? {} : { ifMatch: o.ifMatch, ifNoneMatch: o.ifNoneMatch, unquotedIfMatch: o.unquotedIfMatch };
+      etag = await client.completeMultipart(bucket, key, s.uploadId, etags.map((e, i) => ({ partNumber: i + 1, etag: e })), cond);
     } catch (e) {
+      if (e instanceof ConflictError) throw e;
       // a completion whose reply was lost completes nothing the second time: check the object
-      if (e instanceof SvcError && (e.code === 'NoSuchUpload' || refused(e)) && (await holdsOurs(client, bucket, key, expected))) {
+      if (e instanceof SvcError && e.code === 'NoSuchUpload' && (await holdsOurs(client, bucket, key, expected))) {
         hooks.onState?.(undefined);
         return { etag: expected, parts: total };
       }
-      if (conditional && (refused(e) || (e instanceof SvcError && e.code === 'NoSuchKey'))) {
+      if (conditional && refused(e)) {
+        const why = await explain412(client, bucket, key, expected, o);
+        if (why === 'ours') {
+          hooks.onState?.(undefined);
+          return { etag: expected, parts: total };
+        }
+        // an untrusted condition keeps the parts: the upload completes after the HEAD check
+        if (why instanceof UntrustedConditionError) throw why;
         await client.abortMultipart(bucket, key, s.uploadId).catch(() => undefined);
         hooks.onState?.(undefined);
-        if (e instanceof SvcError && e.code === 'NoSuchKey') return uploadFile(client, bucket, key, file, size, { ...o, ifMatch: undefined, ifNoneMatch: '*' }, t, hooks);
-        throw new ConflictError(key);
+        throw why;
+      }
+      if (conditional && e instanceof SvcError && e.code === 'NoSuchKey') {
+        await client.abortMultipart(bucket, key, s.uploadId).catch(() => undefined);
+        hooks.onState?.(undefined);
+        return uploadFile(client, bucket, key, file, size, { ...o, ifMatch: undefined, ifNoneMatch: '*' }, t, hooks);
       }
       throw e;
     }
     hooks.onState?.(undefined);
+    // Ceph RGW 16 answers the completion with an empty <ETag/>: ask for it
+    if (!etag) {
+      const info = await client.head(bucket, key).catch(() => undefined);
+      etag = typeof info === 'object' ? info.etag : expected;
+    }
     return { etag, parts: total };
   } finally {
     await fh.close();

@@ -36,7 +36,7 @@ export interface ClientOptions {
 }
 
 /** A counting semaphore. */
-class Slots {
+export class Slots {
   private waiting: Array<() => void> = [];
   constructor(private free: number) {}
   async take(): Promise<void> {
@@ -123,7 +123,14 @@ export interface PutOptions {
   publicRead?: boolean;
   ifMatch?: string;
   ifNoneMatch?: string;
+  /** send the If-Match ETag without quotes (Ceph RGW 16 compares it unquoted) */
+  unquotedIfMatch?: boolean;
   headers?: Record<string, string>;
+}
+
+/** An If-Match value: the ETag quoted, as RFC 7232 writes it, unless the store wants it bare. */
+function ifMatchValue(etag: string, unquoted?: boolean): string {
+  return unquoted ? etag : `"${etag}"`;
 }
 
 function bodyLength(b: Body | undefined): number {
@@ -332,7 +339,7 @@ export class SvcClient {
     for (const [k, v] of Object.entries(o.meta ?? {})) h[this.h('meta-') + k.toLowerCase()] = encodeHeaderText(v);
     if (o.tags && Object.keys(o.tags).length) h[this.h('tagging')] = new URLSearchParams(o.tags).toString();
     if (o.publicRead) h[this.h('acl')] = 'public-read';
-    if (o.ifMatch) h['if-match'] = `"${o.ifMatch}"`;
+    if (o.ifMatch) h['if-match'] = ifMatchValue(o.ifMatch, o.unquotedIfMatch);
     if (o.ifNoneMatch) h['if-none-match'] = o.ifNoneMatch === '*' ? '*' : `"${o.ifNoneMatch}"`;
     return h;
   }
@@ -416,10 +423,11 @@ export class SvcClient {
     return {
       contents: (doc.Contents ?? []).map((c: any) => ({
         key: dec(textOf(c.Key)), size: Number(textOf(c.Size)), etag: textOf(c.ETag).replace(/^"|"$/g, ''), lastModified: new Date(textOf(c.LastModified)),
-        meta: c.UserMetadata ? metaOf(c.UserMetadata, dec) : undefined,
+        // an empty <UserMetadata/> still says the store answered the metadata extension
+        meta: c.UserMetadata !== undefined ? metaOf(c.UserMetadata, dec) : undefined,
       })),
       prefixes: (doc.CommonPrefixes ?? []).map((p: any) => dec(textOf(p.Prefix))),
-      prefixMeta: new Map((doc.CommonPrefixes ?? []).filter((p: any) => p.UserMetadata).map((p: any) => [dec(textOf(p.Prefix)), metaOf(p.UserMetadata, dec)])),
+      prefixMeta: new Map((doc.CommonPrefixes ?? []).filter((p: any) => p.UserMetadata !== undefined).map((p: any) => [dec(textOf(p.Prefix)), metaOf(p.UserMetadata, dec)])),
       truncated: textOf(doc.IsTruncated) === 'true',
       next: textOf(doc.NextContinuationToken) || undefined,
     };
@@ -450,10 +458,10 @@ export class SvcClient {
     return (r.headers.etag ?? '').replace(/^"|"$/g, '');
   }
 
-  async completeMultipart(bucket: string, key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>, o: { ifMatch?: string; ifNoneMatch?: string } = {}): Promise<string> {
+  async completeMultipart(bucket: string, key: string, uploadId: string, parts: Array<{ partNumber: number; etag: string }>, o: Pick<PutOptions, 'ifMatch' | 'ifNoneMatch' | 'unquotedIfMatch'> = {}): Promise<string> {
     const body = Buffer.from(buildXml('CompleteMultipartUpload', { Part: parts.map((p) => ({ PartNumber: p.partNumber, ETag: `"${p.etag}"` })) }));
     const headers: Record<string, string> = { 'content-type': 'application/xml' };
-    if (o.ifMatch) headers['if-match'] = `"${o.ifMatch}"`;
+    if (o.ifMatch) headers['if-match'] = ifMatchValue(o.ifMatch, o.unquotedIfMatch);
     if (o.ifNoneMatch) headers['if-none-match'] = o.ifNoneMatch;
     const r = await this.send({ op: 'completeMultipart', method: 'POST', bucket, key, query: [['uploadId', uploadId]], body, headers });
     return textOf(parseXml(await r.body.text()).CompleteMultipartUploadResult?.ETag).replace(/^"|"$/g, '');
