@@ -4,15 +4,17 @@ import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { sh, shStatus, sleep, startMount } from './helpers/mount';
-import { startServer, tmpDir } from './helpers/server';
+import { backendNames, startBackend } from './helpers/backend';
+import { tmpDir } from './helpers/server';
 
 const MiB = 1024 * 1024;
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 
-t.test('files through the mount', async (t) => {
-  const s = await startServer(t);
-  const c = s.client();
-  const m = await startMount(t, s);
+for (const backend of backendNames()) t.test(`files through the mount (${backend})`, async (t) => {
+  const b = await startBackend(t, backend);
+  const c = b.client();
+  const B = b.bucket;
+  const m = await startMount(t, b);
   const M = m.mnt;
   const local = tmpDir('local');
   t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
@@ -22,11 +24,11 @@ t.test('files through the mount', async (t) => {
     await sh(`cp ${local}/big.bin ${M}/big.bin`);
     const want = (await sh(`md5sum < ${local}/big.bin`)).split(' ')[0];
     const h = createHash('md5');
-    for await (const ch of (await c.get('test', 'big.bin')).body) h.update(ch);
+    for await (const ch of (await c.get(B, 'big.bin')).body) h.update(ch);
     t.equal(h.digest('hex'), want, 'written through the mount, read through the client');
-    const info = await c.head('test', 'big.bin');
+    const info = await c.head(B, 'big.bin');
     t.match(typeof info === 'object' && info.etag, /-\d+$/, 'uploaded as a multipart upload');
-    await c.put('test', 'big2.bin', { file: `${local}/big.bin`, start: 0, length: 100 * MiB });
+    await c.put(B, 'big2.bin', { file: `${local}/big.bin`, start: 0, length: 100 * MiB });
     t.equal((await sh(`md5sum < ${M}/big2.bin`)).split(' ')[0], want, 'written through the client, read through the mount');
     t.equal((await shStatus(`cmp ${local}/big.bin ${M}/big.bin`)).code, 0, 'cmp');
     const part = await sh(`dd if=${M}/big2.bin bs=4096 skip=12345 count=2 status=none | md5sum`);
@@ -35,44 +37,44 @@ t.test('files through the mount', async (t) => {
 
   t.test('overwrite in the middle, append, truncate up and down', async (t) => {
     const orig = randomBytes(3 * MiB + 123);
-    await c.put('test', 'edit.bin', orig);
+    await c.put(B, 'edit.bin', orig);
     await sleep(2100); // let the mount's cache expire: it never saw this object change
     await sh(`printf 'PATCHED' | dd of=${M}/edit.bin bs=1 seek=1500000 conv=notrunc status=none`);
     const want = Buffer.from(orig);
     want.write('PATCHED', 1500000);
-    t.ok((await c.getBuffer('test', 'edit.bin')).equals(want), 'random write in the middle of an existing object');
+    t.ok((await c.getBuffer(B, 'edit.bin')).equals(want), 'random write in the middle of an existing object');
     await sh(`echo appended >> ${M}/edit.bin`);
     const appended = Buffer.concat([want, Buffer.from('appended\n')]);
-    t.ok((await c.getBuffer('test', 'edit.bin')).equals(appended), 'append');
+    t.ok((await c.getBuffer(B, 'edit.bin')).equals(appended), 'append');
     await sh(`truncate -s 1000 ${M}/edit.bin`);
-    t.ok((await c.getBuffer('test', 'edit.bin')).equals(appended.subarray(0, 1000)), 'truncate down');
+    t.ok((await c.getBuffer(B, 'edit.bin')).equals(appended.subarray(0, 1000)), 'truncate down');
     await sh(`truncate -s 5000 ${M}/edit.bin`);
-    const up = await c.getBuffer('test', 'edit.bin');
+    const up = await c.getBuffer(B, 'edit.bin');
     t.equal(up.length, 5000);
     t.ok(up.subarray(0, 1000).equals(appended.subarray(0, 1000)) && up.subarray(1000).equals(Buffer.alloc(4000)), 'truncate up fills with zeros');
     t.equal((await sh(`stat -c %s ${M}/edit.bin`)).trim(), '5000');
     await sh(`: > ${M}/edit.bin`);
-    t.equal((await c.getBuffer('test', 'edit.bin')).length, 0, 'O_TRUNC empties the object');
+    t.equal((await c.getBuffer(B, 'edit.bin')).length, 0, 'O_TRUNC empties the object');
   });
 
   t.test('names with spaces and unicode; mv; rm', async (t) => {
     await sh(`mkdir -p "${M}/with space/ünï 漢字" && echo hi > "${M}/with space/ünï 漢字/fïle 😀.txt"`);
-    t.equal((await c.getBuffer('test', 'with space/ünï 漢字/fïle 😀.txt')).toString(), 'hi\n');
+    t.equal((await c.getBuffer(B, 'with space/ünï 漢字/fïle 😀.txt')).toString(), 'hi\n');
     await sh(`mv "${M}/with space/ünï 漢字/fïle 😀.txt" "${M}/with space/rénamed.txt"`);
-    t.equal(await c.head('test', 'with space/ünï 漢字/fïle 😀.txt'), undefined);
-    t.equal((await c.getBuffer('test', 'with space/rénamed.txt')).toString(), 'hi\n');
+    t.equal(await c.head(B, 'with space/ünï 漢字/fïle 😀.txt'), undefined);
+    t.equal((await c.getBuffer(B, 'with space/rénamed.txt')).toString(), 'hi\n');
     t.match(await sh(`ls "${M}/with space"`), /rénamed.txt/);
     await sh(`echo one > ${M}/a.txt && echo two > ${M}/b.txt && mv -f ${M}/a.txt ${M}/b.txt`);
-    t.equal((await c.getBuffer('test', 'b.txt')).toString(), 'one\n', 'rename over an existing file');
-    t.equal(await c.head('test', 'a.txt'), undefined);
+    t.equal((await c.getBuffer(B, 'b.txt')).toString(), 'one\n', 'rename over an existing file');
+    t.equal(await c.head(B, 'a.txt'), undefined);
     await sh(`rm ${M}/b.txt`);
-    t.equal(await c.head('test', 'b.txt'), undefined, 'rm deletes the object');
+    t.equal(await c.head(B, 'b.txt'), undefined, 'rm deletes the object');
     t.not((await shStatus(`cat ${M}/b.txt`)).code, 0);
   });
 
   t.test('metadata: mode, owner, times; objects without metadata look sane', async (t) => {
     await sh(`echo x > ${M}/meta.txt && chmod 640 ${M}/meta.txt && chown 1234:2345 ${M}/meta.txt && touch -d '2020-01-02 03:04:05 UTC' ${M}/meta.txt`);
-    const info = await c.head('test', 'meta.txt');
+    const info = await c.head(B, 'meta.txt');
     const meta = typeof info === 'object' ? info.meta : {};
     t.equal(Number(meta.mode) & 0o7777, 0o640);
     t.equal(meta.uid, '1234');
@@ -80,7 +82,7 @@ t.test('files through the mount', async (t) => {
     t.equal(Number(meta.mtime), Date.UTC(2020, 0, 2, 3, 4, 5) / 1000);
     await sleep(2100);
     t.equal((await sh(`stat -c '%a %u %g %Y' ${M}/meta.txt`)).trim(), `640 1234 2345 ${Date.UTC(2020, 0, 2, 3, 4, 5) / 1000}`);
-    await c.put('test', 'plain/raw.txt', 'from elsewhere');
+    await c.put(B, 'plain/raw.txt', 'from elsewhere');
     await sleep(2100);
     const [mode, uid, mtime, size] = (await sh(`stat -c '%a %u %Y %s' ${M}/plain/raw.txt`)).trim().split(' ');
     t.equal(mode, '644', 'default mode');
@@ -92,8 +94,8 @@ t.test('files through the mount', async (t) => {
 
   t.test('symlinks, tar, rsync', async (t) => {
     await sh(`ln -s target/file.txt ${M}/link && test "$(readlink ${M}/link)" = target/file.txt`);
-    const info = await c.head('test', 'link');
-    t.equal((await c.getBuffer('test', 'link')).toString(), 'target/file.txt', 'symlink stored as its target');
+    const info = await c.head(B, 'link');
+    t.equal((await c.getBuffer(B, 'link')).toString(), 'target/file.txt', 'symlink stored as its target');
     t.equal(Number(typeof info === 'object' && info.meta.mode) & 0o170000, 0o120000, 'with S_IFLNK in mode');
     await sh(`mkdir -p ${local}/src/d1/d2 && for i in $(seq 1 20); do head -c $((i * 1000)) /dev/urandom > ${local}/src/d1/f$i; done && cp ${local}/src/d1/f3 ${local}/src/d1/d2/g`);
     await sh(`tar -C ${local} -cf ${M}/archive.tar src`);
@@ -109,26 +111,26 @@ t.test('files through the mount', async (t) => {
   t.test('extended attributes: tags, metadata, other user xattrs', async (t) => {
     await sh(`echo tagged > ${M}/tagged.txt`);
     await sh(`setfattr -n user.svc.tag.project -v svcfs ${M}/tagged.txt && setfattr -n user.svc.tag.stage -v test ${M}/tagged.txt`);
-    t.same(await c.getTags('test', 'tagged.txt'), { project: 'svcfs', stage: 'test' }, 'tags set by setfattr, seen by GET ?tagging');
-    await c.putTags('test', 'tagged.txt', { project: 'svcfs', stage: 'test', from: 'client' });
+    t.same(await c.getTags(B, 'tagged.txt'), { project: 'svcfs', stage: 'test' }, 'tags set by setfattr, seen by GET ?tagging');
+    await c.putTags(B, 'tagged.txt', { project: 'svcfs', stage: 'test', from: 'client' });
     t.equal((await sh(`getfattr --only-values -n user.svc.tag.from ${M}/tagged.txt`)).trim(), 'client');
     await sh(`setfattr -n user.svc.meta.color -v blue ${M}/tagged.txt && setfattr -n user.xdg.origin.url -v https://example.org/x ${M}/tagged.txt`);
-    const info = await c.head('test', 'tagged.txt');
+    const info = await c.head(B, 'tagged.txt');
     t.equal(typeof info === 'object' && info.meta.color, 'blue', 'user.svc.meta.* is user metadata');
     const bag = JSON.parse(decodeURIComponent((typeof info === 'object' && info.meta.xattr) || '{}'));
     t.equal(Buffer.from(bag['user.xdg.origin.url'], 'base64').toString(), 'https://example.org/x', 'other xattrs kept as s3fs keeps them');
     const dump = await sh(`getfattr -d ${M}/tagged.txt`);
     for (const n of ['user.svc.tag.project="svcfs"', 'user.svc.meta.color="blue"', 'user.xdg.origin.url="https://example.org/x"']) t.match(dump, n);
     await sh(`setfattr -x user.svc.tag.stage ${M}/tagged.txt && setfattr -x user.xdg.origin.url ${M}/tagged.txt`);
-    t.same(await c.getTags('test', 'tagged.txt'), { project: 'svcfs', from: 'client' });
+    t.same(await c.getTags(B, 'tagged.txt'), { project: 'svcfs', from: 'client' });
     t.notMatch(await sh(`getfattr -d ${M}/tagged.txt`), /xdg/);
-    t.equal((await c.getBuffer('test', 'tagged.txt')).toString(), 'tagged\n', 'content untouched by metadata changes');
+    t.equal((await c.getBuffer(B, 'tagged.txt')).toString(), 'tagged\n', 'content untouched by metadata changes');
     t.not((await shStatus(`getfattr -n user.nothing ${M}/tagged.txt`)).code, 0);
   });
 
   t.test('read-only handles, statfs, errors', async (t) => {
     const df = await sh(`df -P ${M} | tail -1`);
-    t.match(df, /svcfs:test/);
+    t.match(df, `svcfs:${B}`);
     t.ok(Number(df.trim().split(/\s+/)[3]) > 1e9, 'large free figure');
     t.not((await shStatus(`cat ${M}/does/not/exist`)).code, 0);
     t.match((await shStatus(`rmdir ${M}/src`)).stderr, /not empty/i);
@@ -136,13 +138,13 @@ t.test('files through the mount', async (t) => {
   });
 
   t.test('changes made through the client show after the TTL', async (t) => {
-    await c.put('test', 'ext.txt', 'version 1');
+    await c.put(B, 'ext.txt', 'version 1');
     await sleep(2100);
     t.equal(await sh(`cat ${M}/ext.txt`), 'version 1');
-    await c.put('test', 'ext.txt', 'version 2, longer');
+    await c.put(B, 'ext.txt', 'version 2, longer');
     await sleep(2500);
     t.equal(await sh(`cat ${M}/ext.txt`), 'version 2, longer', 'new content after the TTL');
-    await c.delete('test', 'ext.txt');
+    await c.delete(B, 'ext.txt');
     await sleep(2500);
     t.not((await shStatus(`cat ${M}/ext.txt`)).code, 0, 'deleted elsewhere: gone after the TTL');
   });

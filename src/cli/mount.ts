@@ -177,6 +177,6 @@ export async function statusCommand(mountpoint: string, o: { json?: boolean }): 
     `requests: ${req}; retries ${s.retries}`,
     `open files ${s.openFiles}; pending uploads ${s.pendingUploads} (${s.pendingBytes} bytes); uploads ${s.uploads}, failed ${s.uploadErrors}${s.lastUploadError ? ` (last: ${s.lastUploadError})` : ''}`,
     `write-back ${s.writeBackSec ? `${s.writeBackSec}s` : 'off (upload on close)'}; conflicts kept ${s.conflicts}; revalidated ${s.revalidated}; recovered at start ${s.recovered}`,
-    `conflict check: ${s.conditionalWrites}`,
+    `conflict check: ${s.conditionalWrites}${s.copyKeepsTags === false ? '; the store drops tags when a copy replaces metadata: svcfs carries them over' : ''}`,
   ].join('\n') + '\n');
 }

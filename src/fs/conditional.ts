@@ -82,3 +82,19 @@ export async function probeConditionalWrites(client: SvcClient, bucket: string, 
     await client.delete(bucket, key).catch(() => undefined);
   }
 }
+
+/** Does a copy that replaces metadata keep the tags? (Ceph RGW 16 drops them.) A few small requests on scratch keys. */
+export async function probeCopyKeepsTags(client: SvcClient, bucket: string, prefix: string): Promise<boolean> {
+  const key = `${prefix}.svcfs-probe-${randomBytes(6).toString('hex')}`;
+  try {
+    await client.put(bucket, key, '');
+    await client.putTags(bucket, key, { probe: '1' }); // as setfattr user.svc.tag.* sets them
+    await client.copy({ bucket, key }, bucket, key + '.copy', { replaceMetadata: true, meta: { probe: '1' } });
+    return Object.keys(await client.getTags(bucket, key + '.copy')).length === 1;
+  } catch {
+    return true; // cannot tell: trust the copy
+  } finally {
+    await client.delete(bucket, key).catch(() => undefined);
+    await client.delete(bucket, key + '.copy').catch(() => undefined);
+  }
+}

@@ -50,6 +50,7 @@ interface Handle {
 
 export interface FsStats extends WriterStats {
   openFiles: number;
+  copyKeepsTags: boolean;
   revalidated: number;
 }
 
@@ -333,7 +334,7 @@ export class SvcFs {
     if (b && b.kind === 'dir') throw fsError(E.EISDIR);
     const st = this.writer.get(from);
     if (st) await this.writer.upload(st);
-    const etag = await this.client.copy({ bucket: this.o.bucket, key: this.key(from) }, this.o.bucket, this.key(to));
+    const etag = await this.remote.copy(this.key(from), this.key(to));
     await this.client.delete(this.o.bucket, this.key(from));
     await this.writer.moved(from, to, etag);
     const link = this.links.get(from);
@@ -376,7 +377,7 @@ export class SvcFs {
       return meta;
     }
     const meta = change(info.meta);
-    await this.client.copy({ bucket: this.o.bucket, key }, this.o.bucket, key, { replaceMetadata: true, meta, contentType: info.contentType, ifSourceMatch: info.etag });
+    await this.remote.copy(key, key, { replaceMetadata: true, meta, contentType: info.contentType, ifSourceMatch: info.etag, tagCount: info.tagCount });
     return meta;
   }
 
@@ -494,7 +495,7 @@ export class SvcFs {
   // ---- state ----
 
   stats(): FsStats {
-    return { openFiles: this.handles.size, revalidated: this.revalidated, ...this.writer.stats() };
+    return { openFiles: this.handles.size, revalidated: this.revalidated, copyKeepsTags: this.remote.copyKeepsTags, ...this.writer.stats() };
   }
 
   recover(): Promise<number> {

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import type { Logger } from 'pino';
 import { SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
-import { ConditionalMode, describeMode, probeConditionalWrites } from './conditional';
+import { ConditionalMode, describeMode, probeConditionalWrites, probeCopyKeepsTags } from './conditional';
 import { SvcFs } from './filesystem';
 import { Journal, JournalLockedError } from './journal';
 import { operations } from './ops';
@@ -104,11 +104,11 @@ const TIMEOUTS = {
 };
 
 /** conflict_check=on: what the store really does, found by a probe; head and off as asked. */
-async function chooseConditionalMode(c: MountConfig): Promise<ConditionalMode> {
+async function chooseConditionalMode(c: MountConfig, prefix: string): Promise<ConditionalMode> {
   if (c.conflictCheck === 'off') return { kind: 'off', reason: 'conflict_check=off' };
   if (c.conflictCheck === 'head') return { kind: 'head', reason: 'conflict_check=head' };
   if (c.readOnly) return { kind: 'off', reason: 'read-only mount' };
-  return probeConditionalWrites(c.client, c.bucket, c.prefix === '' || c.prefix.endsWith('/') ? c.prefix : c.prefix + '/', c.log);
+  return probeConditionalWrites(c.client, c.bucket, prefix, c.log);
 }
 
 export async function runMount(c: MountConfig): Promise<void> {
@@ -122,12 +122,18 @@ export async function runMount(c: MountConfig): Promise<void> {
     if (e instanceof JournalLockedError) throw new MountError(e.message);
     throw e;
   }
-  const conditional = await chooseConditionalMode(c);
+  const probePrefix = c.prefix === '' || c.prefix.endsWith('/') ? c.prefix : c.prefix + '/';
+  const [conditional, copyKeepsTags] = await Promise.all([
+    chooseConditionalMode(c, probePrefix),
+    c.readOnly ? true : probeCopyKeepsTags(c.client, c.bucket, probePrefix),
+  ]);
   c.log.info({ mode: describeMode(conditional) }, 'conflict check');
+  if (!copyKeepsTags) c.log.info('this store drops tags when a copy replaces metadata: metadata changes carry them over');
   const fsys = new SvcFs({
     client: c.client, bucket: c.bucket, prefix: c.prefix, uid: c.uid, gid: c.gid, umask: c.umask, readOnly: c.readOnly,
     cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conditional, log: c.log,
   });
+  fsys.remote.copyKeepsTags = copyKeepsTags;
   // Staged files a crash left behind are served and uploaded before the bucket's versions of those paths.
   await fsys.recover();
   const ttl = Math.max(0, c.cacheTtlSec);

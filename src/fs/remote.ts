@@ -13,6 +13,11 @@ export class Remote {
    * extension)? Learned from the first listing with objects in it.
    */
   listingMeta?: boolean;
+  /**
+   * Does a server-side copy that replaces the metadata keep the object's tags?
+   * S3 and svcfs serve: yes. Ceph RGW 16 drops them: probed at mount.
+   */
+  copyKeepsTags = true;
 
   constructor(readonly client: SvcClient, readonly bucket: string, prefix: string, readonly defaults: AttrDefaults) {
     this.prefix = prefix === '' || prefix.endsWith('/') ? prefix : prefix + '/';
@@ -85,6 +90,19 @@ export class Remote {
   }
 
   /**
+   * Server-side copy within the bucket (rename, metadata change) that keeps
+   * the tags where the store's copy drops them. `tagCount` (from a HEAD) spares
+   * the tag lookup when the object has none.
+   */
+  async copy(srcKey: string, dstKey: string, o: Parameters<SvcClient['copy']>[3] & { tagCount?: number } = {}): Promise<string> {
+    const { tagCount, ...opts } = o;
+    const tags = this.copyKeepsTags || !opts.replaceMetadata || tagCount === 0 ? undefined : await this.client.getTags(this.bucket, srcKey);
+    const etag = await this.client.copy({ bucket: this.bucket, key: srcKey }, this.bucket, dstKey, opts);
+    if (tags && Object.keys(tags).length) await this.client.putTags(this.bucket, dstKey, tags);
+    return etag;
+  }
+
+  /**
    * The whole attributes of an entry a listing gave without metadata: a HEAD
    * of the object (or of the directory's marker; none: an implicit directory).
    */
@@ -127,7 +145,7 @@ export class Remote {
         const k = keys[next++];
         try {
           const target = dst + k.slice(src.length);
-          await this.client.copy({ bucket: this.bucket, key: k }, this.bucket, target);
+          await this.copy(k, target);
           copied.push(target);
         } catch (e) {
           failure ??= e;

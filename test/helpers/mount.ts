@@ -42,13 +42,23 @@ export interface MountOptions {
   mnt?: string;
 }
 
-export async function startMount(t: Tap, s: TestServer, o: MountOptions = {}): Promise<TestMount> {
+/** What a mount talks to: a TestServer (bucket `test`), or a Backend (its bucket, keys and dialect). */
+export interface MountTarget {
+  url: string;
+  bucket?: string;
+  creds?: { accessKeyId: string; secretAccessKey: string };
+  mountArgs?: string[];
+}
+
+export async function startMount(t: Tap, s: MountTarget | TestServer, o: MountOptions = {}): Promise<TestMount> {
+  const b = s as MountTarget;
   const mnt = o.mnt ?? tmpDir('mnt');
   const cache = o.cacheDir ?? tmpDir('cache');
   const options = ['cache_ttl=2', `cache_dir=${cache}`, 'retry_budget=3', ...(o.options ?? [])];
-  const env = { ...process.env, SVC_ACCESS_KEY_ID: ADMIN.accessKeyId, SVC_SECRET_ACCESS_KEY: ADMIN.secretAccessKey };
-  const proc = spawn(process.execPath, [CLI, '--log-level', 'debug', 'mount', o.target ?? 'test', mnt, '--endpoint', o.endpoint ?? s.url, '--foreground',
-    '-o', options.join(','), ...(o.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const creds = b.creds ?? ADMIN;
+  const env = { ...process.env, SVC_ACCESS_KEY_ID: creds.accessKeyId, SVC_SECRET_ACCESS_KEY: creds.secretAccessKey };
+  const proc = spawn(process.execPath, [CLI, '--log-level', 'debug', 'mount', o.target ?? b.bucket ?? 'test', mnt, '--endpoint', o.endpoint ?? s.url, '--foreground',
+    '-o', options.join(','), ...(b.mountArgs ?? []), ...(o.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   proc.stderr!.on('data', (d) => logs.push(String(d)));
   const m: TestMount = {
