@@ -93,7 +93,7 @@ for (const backend of backendNames()) t.test(`stores: ${backend}`, async (t) => 
     t.equal((await sh(`stat -c '%a %Y' ${m2.mnt}/modes/f7 && stat -c %a ${m2.mnt}/modes`)).trim(), `640 ${Date.UTC(2021, 1, 3, 4, 5, 6) / 1000}\n750`);
     const heads = ((await m2.status()).requests.head ?? 0) as number;
     if (backend === 'rgw') t.ok(heads >= 20 && heads <= 30, `without listing metadata: one HEAD per entry, no more (${heads})`);
-    else t.equal(heads, 0, 'listing metadata: no HEAD');
+    else t.ok(heads <= 2, `listing metadata: no HEAD per entry, only the directory's own lookup (${heads})`);
   });
 
   t.test('a 1 MiB file and a symlink written elsewhere read right', async (t) => {
