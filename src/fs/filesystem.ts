@@ -1,11 +1,9 @@
 // The filesystem's behaviour, one method per operation, promise-based and
 // free of FUSE calling conventions (ops.ts adapts them). Paths are FUSE
 // paths ('/a/b'); the Remote maps them to keys.
-import * as fs from 'node:fs';
 import { constants as C } from 'node:fs';
 import type { Logger } from 'pino';
 import { Slots, SvcClient } from '../wire/client';
-import { SvcError } from '../wire/errors';
 import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, metaFromAttr } from './attrs';
 import { MetaCache } from './cache';
 import { E, fsError } from './errors';
