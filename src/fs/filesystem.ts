@@ -4,8 +4,11 @@
 import { constants as C } from 'node:fs';
 import type { Logger } from 'pino';
 import { Slots, SvcClient } from '../wire/client';
-import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, metaFromAttr } from './attrs';
+import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, isSpecialType, metaFromAttr } from './attrs';
 import { MetaCache } from './cache';
+import type { Caller } from './caller';
+import { contentTypeFor } from './mime';
+import { DirTimes, checkName, newOwner, parentOf, utimeArg } from './posix';
 import { E, fsError } from './errors';
 import { Reader, ReaderTuning, DEFAULT_TUNING } from './reader';
 import { Remote } from './remote';
@@ -44,6 +47,8 @@ interface Handle {
   flags: number;
   staged?: Staged;
   reader?: Reader;
+  /** attributes at open (what fstat answers once the file is unlinked) */
+  attr?: Attr;
 }
 
 export interface FsStats extends WriterStats {
@@ -66,6 +71,11 @@ export class SvcFs {
   /** HEADs completing entries that a listing gave without metadata: one per path, 16 at a time */
   private readonly completing = new Map<string, Promise<Attr | null>>();
   private readonly headSlots = new Slots(16);
+  private readonly dirTimes = new DirTimes();
+  /** the mount root has no object of its own: chmod, chown and utimens of it last as long as the mount */
+  private root?: Attr;
+  /** files unlinked while open for reading: their objects go when the last reader closes */
+  private readonly orphans = new Map<string, string>();
 
   constructor(private readonly o: FsOptions) {
     this.client = o.client;
@@ -95,6 +105,14 @@ export class SvcFs {
 
   /** Attributes of a path, or null: staged files first, then the cache, then the bucket. */
   async lookup(path: string): Promise<Attr | null> {
+    checkName(path, this.key(path));
+    if (this.orphans.has(path)) return null;
+    const a = await this.find(path);
+    return a && a.kind === 'dir' ? this.dirTimes.apply(path, a) : a;
+  }
+
+  private async find(path: string): Promise<Attr | null> {
+    if (path === '/' && this.root) return this.root;
     const st = this.writer.get(path);
     if (st) return this.stagedAttr(st);
     const cached = this.cache.get(path);
@@ -155,6 +173,15 @@ export class SvcFs {
     return a;
   }
 
+  /** fstat(2): from the open file, which may have been unlinked (nlink 0) and then has no path. */
+  async fgetattr(path: string, fd: number): Promise<Attr> {
+    const h = this.handles.get(fd);
+    if (!h) return this.getattr(path);
+    if (h.staged) return { ...this.stagedAttr(h.staged), ...(h.staged.deleted ? { nlink: 0 } : {}) };
+    if (this.orphans.has(h.path) || path === '') return { ...h.attr!, nlink: 0 };
+    return this.getattr(h.path);
+  }
+
   async readdir(path: string): Promise<string[]> {
     let entries = this.cache.listing(path)?.entries;
     if (!entries) {
@@ -172,6 +199,7 @@ export class SvcFs {
     }
     const names = new Set(entries.keys());
     const pre = path === '/' ? '/' : path + '/';
+    for (const p of this.orphans.keys()) if (p.startsWith(pre)) names.delete(p.slice(pre.length));
     for (const [p, st] of this.writer.entries()) {
       const rest = p.slice(pre.length);
       if (!p.startsWith(pre) || rest.includes('/')) continue;
@@ -208,7 +236,7 @@ export class SvcFs {
       }
       const a = await this.getattr(path);
       if (a.kind === 'dir') throw fsError(E.EISDIR);
-      return this.addHandle({ path, flags, reader: new Reader(this.client, this.o.bucket, this.key(path), a.size, a.etag, this.o.reader ?? DEFAULT_TUNING) });
+      return this.addHandle({ path, flags, attr: a, reader: new Reader(this.client, this.o.bucket, this.key(path), a.size, a.etag, this.o.reader ?? DEFAULT_TUNING) });
     }
     const a = st ? this.stagedAttr(st) : await this.getattr(path);
     if (a.kind === 'dir') throw fsError(E.EISDIR);
@@ -218,15 +246,24 @@ export class SvcFs {
     return this.addHandle({ path, flags, staged: s });
   }
 
-  async create(path: string, mode: number): Promise<number> {
+  async create(path: string, mode: number, who: Caller): Promise<number> {
     this.changing(path);
     this.writable();
+    checkName(path, this.key(path));
     const now = Date.now();
-    const attr: Attr = { kind: 'file', mode: S_IFREG | (mode & 0o7777), uid: this.o.uid, gid: this.o.gid, size: 0, mtime: now, ctime: now, meta: {}, fromMeta: true };
+    const owner = newOwner(await this.lookup(parentOf(path)), who, S_IFREG | (mode & 0o7777));
+    const attr: Attr = { kind: 'file', ...owner, size: 0, mtime: now, ctime: now, meta: {}, fromMeta: true };
     const st = await this.writer.create(path, attr);
     st.refs++;
+    this.born(path);
     this.cache.set(path, attr);
     return this.addHandle({ path, flags: C.O_RDWR, staged: st });
+  }
+
+  /** A new entry at path: an orphan of the same name stays invisible, the parent's times move. */
+  private born(path: string): void {
+    this.orphans.delete(path);
+    this.dirTimes.touch(parentOf(path));
   }
 
   async read(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
@@ -255,6 +292,15 @@ export class SvcFs {
     if (!h) return;
     this.handles.delete(fd);
     if (h.staged) await this.writer.release(h.staged);
+    const orphan = this.orphans.get(h.path);
+    if (h.reader && orphan !== undefined && !this.readersOf(h.path).length) {
+      this.orphans.delete(h.path);
+      await this.client.delete(this.o.bucket, orphan);
+    }
+  }
+
+  private readersOf(path: string): Handle[] {
+    return [...this.handles.values()].filter((h) => h.path === path && h.reader);
   }
 
   async truncate(path: string, size: number): Promise<void> {
@@ -280,20 +326,56 @@ export class SvcFs {
     const a = await this.getattr(path);
     if (a.kind === 'dir') throw fsError(E.EISDIR);
     await this.writer.unlinked(path);
-    await this.client.delete(this.o.bucket, this.key(path));
+    // open for reading: the object stays (hidden) until the last reader closes, as an unlinked inode does
+    if (this.readersOf(path).length) this.orphans.set(path, this.key(path));
+    else await this.client.delete(this.o.bucket, this.key(path));
     this.cache.setMissing(path);
     this.links.delete(path);
+    this.dirTimes.touch(parentOf(path));
   }
 
-  async mkdir(path: string, mode: number): Promise<void> {
+  async mkdir(path: string, mode: number, who: Caller): Promise<void> {
     this.changing(path);
     this.writable();
     if (await this.lookup(path)) throw fsError(E.EEXIST);
+    checkName(path, this.remote.dirKey(path));
     const now = Date.now();
-    const attr: Attr = { kind: 'dir', mode: S_IFDIR | (mode & 0o7777), uid: this.o.uid, gid: this.o.gid, size: 4096, mtime: now, ctime: now, meta: {}, fromMeta: true };
+    const owner = newOwner(await this.lookup(parentOf(path)), who, S_IFDIR | (mode & 0o7777));
+    const attr: Attr = { kind: 'dir', ...owner, size: 4096, mtime: now, ctime: now, meta: {}, fromMeta: true };
     const meta = metaFromAttr(attr);
     const etag = await this.client.put(this.o.bucket, this.remote.dirKey(path), Buffer.alloc(0), { meta, contentType: 'application/x-directory' });
+    this.dirTimes.forget(path);
+    this.born(path);
     this.cache.set(path, { ...attr, meta, etag });
+  }
+
+  /**
+   * mknod(2) and mkfifo(3): fifos, sockets and devices are empty objects with
+   * the type in their mode (and rdev), as s3fs keeps them; a regular file is an
+   * empty object.
+   */
+  async mknod(path: string, mode: number, rdev: number, who: Caller): Promise<void> {
+    this.changing(path);
+    this.writable();
+    if (await this.lookup(path)) throw fsError(E.EEXIST);
+    const type = mode & S_IFMT;
+    if (type !== 0 && type !== S_IFREG && !isSpecialType(type)) throw fsError(E.EINVAL);
+    const now = Date.now();
+    const owner = newOwner(await this.lookup(parentOf(path)), who, (type || S_IFREG) | (mode & 0o7777));
+    const special = isSpecialType(type);
+    const attr: Attr = { kind: special ? 'special' : 'file', ...owner, size: 0, mtime: now, ctime: now, rdev: special ? rdev : undefined, meta: {}, fromMeta: true };
+    const meta = metaFromAttr(attr);
+    const etag = await this.client.put(this.o.bucket, this.key(path), Buffer.alloc(0), { meta, contentType: special ? 'application/octet-stream' : contentTypeFor(path) });
+    this.born(path);
+    this.cache.set(path, { ...attr, meta, etag });
+  }
+
+  /** Hard links cannot exist on an object store: EPERM (what link(2) answers where a filesystem has none), after the usual checks. */
+  async link(from: string, to: string): Promise<void> {
+    if (!(await this.lookup(from))) throw fsError(E.ENOENT);
+    if (await this.lookup(to)) throw fsError(E.EEXIST);
+    this.writable();
+    throw fsError(E.EPERM, 'hard links are not supported');
   }
 
   async rmdir(path: string): Promise<void> {
@@ -306,6 +388,8 @@ export class SvcFs {
     await this.client.delete(this.o.bucket, this.remote.dirKey(path));
     this.cache.invalidate(path, true);
     this.cache.setMissing(path);
+    this.dirTimes.forget(path);
+    this.dirTimes.touch(parentOf(path));
   }
 
   async rename(from: string, to: string): Promise<void> {
@@ -315,6 +399,9 @@ export class SvcFs {
     if (to.startsWith(from + '/')) throw fsError(E.EINVAL);
     const a = await this.getattr(from);
     const b = await this.lookup(to);
+    checkName(to, this.key(to) + (a.kind === 'dir' ? '/' : ''));
+    this.born(to);
+    this.dirTimes.touch(parentOf(from));
     if (a.kind === 'dir') {
       if (b && b.kind !== 'dir') throw fsError(E.ENOTDIR);
       if (b && (this.writer.hasStagedBelow(to) || (await this.remote.hasChildren(to)))) throw fsError(E.ENOTEMPTY);
@@ -322,6 +409,8 @@ export class SvcFs {
       await this.writer.settleBelow(from);
       const n = await this.remote.renameDir(from, to);
       this.writer.movedDir(from, to);
+      this.retarget(from, to, undefined, true);
+      this.dirTimes.forget(from);
       this.cache.invalidate(from, true);
       this.cache.invalidate(to, true);
       this.cache.invalidateParent(from);
@@ -332,14 +421,31 @@ export class SvcFs {
     if (b && b.kind === 'dir') throw fsError(E.EISDIR);
     const st = this.writer.get(from);
     if (st) await this.writer.upload(st);
-    const etag = await this.remote.copy(this.key(from), this.key(to));
+    // the copy records the change time (rename moves ctime) and the new name's content type
+    const moved = { ...(st ? this.stagedAttr(st) : await this.getattr(from)), ctime: Date.now() };
+    const meta = metaFromAttr(moved);
+    const contentType = a.kind === 'file' ? contentTypeFor(to) : 'application/octet-stream';
+    const etag = await this.remote.copy(this.key(from), this.key(to), { replaceMetadata: true, meta, contentType });
     await this.client.delete(this.o.bucket, this.key(from));
     await this.writer.moved(from, to, etag);
+    const staged = this.writer.get(to);
+    if (staged) staged.attr = { ...staged.attr, ctime: moved.ctime, meta, etag };
+    this.retarget(from, to, etag, false);
     const link = this.links.get(from);
     this.links.delete(from);
-    if (link) this.links.set(to, link);
+    if (link) this.links.set(to, { ...link, etag });
     this.cache.setMissing(from);
-    this.cache.set(to, { ...a, etag });
+    this.cache.set(to, { ...moved, meta, etag, fromMeta: true });
+  }
+
+  /** Open handles follow a rename: readers read the same bytes from the new key. */
+  private retarget(from: string, to: string, etag: string | undefined, below: boolean): void {
+    for (const h of this.handles.values()) {
+      if (h.path === from) h.path = to;
+      else if (below && h.path.startsWith(from + '/')) h.path = to + h.path.slice(from.length);
+      else continue;
+      h.reader?.retarget(this.key(h.path), below ? undefined : etag);
+    }
   }
 
   // ---- attributes that live in metadata ----
@@ -359,7 +465,10 @@ export class SvcFs {
     }
     const a = await this.getattr(path);
     const next = change(a);
-    if (path === '/') return;
+    if (path === '/') {
+      this.root = next;
+      return;
+    }
     const meta = await this.replaceMeta(path, a, (m) => ({ ...m, ...metaFromAttr(next) }));
     this.cache.set(path, { ...next, meta, fromMeta: true });
   }
@@ -380,31 +489,34 @@ export class SvcFs {
   }
 
   chmod(path: string, mode: number): Promise<void> {
-    return this.setAttr(path, (a) => ({ ...a, mode: (a.mode & S_IFMT) | (mode & 0o7777) }));
+    return this.setAttr(path, (a) => ({ ...a, mode: (a.mode & S_IFMT) | (mode & 0o7777), ctime: Date.now() }));
   }
 
   chown(path: string, uid: number, gid: number): Promise<void> {
     const keep = 0xffffffff;
-    return this.setAttr(path, (a) => ({ ...a, uid: uid === keep || uid === -1 ? a.uid : uid, gid: gid === keep || gid === -1 ? a.gid : gid }));
+    return this.setAttr(path, (a) => ({ ...a, uid: uid === keep || uid === -1 ? a.uid : uid, gid: gid === keep || gid === -1 ? a.gid : gid, ctime: Date.now() }));
   }
 
-  utimens(path: string, _atime: number, mtime: number): Promise<void> {
-    // fuse-native 2.2.6 hands over atime in both arguments, and UTIME_NOW/UTIME_OMIT
-    // arrive as a time within the first seconds of 1970: take those as now.
-    const t = mtime < 10_000 ? Date.now() : mtime;
-    return this.setAttr(path, (a) => ({ ...a, mtime: t, ctime: Date.now() }));
+  /** utimensat(2): either time may be UTIME_NOW or UTIME_OMIT (see posix.utimeArg); the change time moves. */
+  utimens(path: string, atime: number, mtime: number): Promise<void> {
+    const now = Date.now();
+    const at = utimeArg(atime, now);
+    const mt = utimeArg(mtime, now);
+    return this.setAttr(path, (a) => ({ ...a, atime: at ?? a.atime ?? a.mtime, mtime: mt ?? a.mtime, ctime: now }));
   }
 
   // ---- symlinks ----
 
-  async symlink(target: string, path: string): Promise<void> {
+  async symlink(target: string, path: string, who: Caller): Promise<void> {
     this.changing(path);
     this.writable();
     if (await this.lookup(path)) throw fsError(E.EEXIST);
     const now = Date.now();
-    const attr: Attr = { kind: 'symlink', mode: S_IFLNK | 0o777, uid: this.o.uid, gid: this.o.gid, size: Buffer.byteLength(target), mtime: now, ctime: now, meta: {}, fromMeta: true };
+    const owner = newOwner(await this.lookup(parentOf(path)), who, S_IFLNK | 0o777);
+    const attr: Attr = { kind: 'symlink', ...owner, size: Buffer.byteLength(target), mtime: now, ctime: now, meta: {}, fromMeta: true };
     const meta = metaFromAttr(attr);
     const etag = await this.client.put(this.o.bucket, this.key(path), target, { meta, contentType: 'application/octet-stream' });
+    this.born(path);
     this.cache.set(path, { ...attr, meta, etag });
     this.links.set(path, { etag, target });
   }

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
 import { ConditionalMode, describeMode, probeConditionalWrites, probeCopyKeepsTags } from './conditional';
+import { recordCallers, setFallbackCaller } from './caller';
 import { SvcFs } from './filesystem';
 import { Journal, JournalLockedError } from './journal';
 import { operations } from './ops';
@@ -137,7 +138,8 @@ export async function runMount(c: MountConfig): Promise<void> {
   // Staged files a crash left behind are served and uploaded before the bucket's versions of those paths.
   await fsys.recover();
   const ttl = Math.max(0, c.cacheTtlSec);
-  const extra = ['big_writes', 'max_write=131072', 'atomic_o_trunc', 'default_permissions', `negative_timeout=${Math.min(ttl, 5)}`];
+  // hard_remove: an unlinked file that is still open is kept by SvcFs itself (libfuse would rename it to .fuse_hidden*)
+  const extra = ['big_writes', 'max_write=131072', 'atomic_o_trunc', 'default_permissions', 'hard_remove', `negative_timeout=${Math.min(ttl, 5)}`];
   if (c.readOnly) extra.push('ro');
   if (c.nonEmpty) extra.push('nonempty');
   class SvcFuse extends Fuse {
@@ -151,6 +153,10 @@ export async function runMount(c: MountConfig): Promise<void> {
     timeout: TIMEOUTS, allowOther: c.allowOther, fsname: `svcfs:${c.bucket}`, subtype: 'svcfs',
     entryTimeout: ttl, attrTimeout: ttl, force: false, mkdir: false,
   });
+  setFallbackCaller(c.uid, c.gid);
+  if (!recordCallers(fuse as unknown as Parameters<typeof recordCallers>[0])) {
+    c.log.warn('fuse-native is not patched (scripts/patch-fuse-native.js): new files belong to the mount\'s owner, whoever creates them');
+  }
   await new Promise<void>((ok, ko) => fuse.mount((err: Error | null) => (err ? ko(new MountError(`mount failed: ${err.message}`)) : ok())));
   c.log.info({ bucket: c.bucket, prefix: c.prefix, mountpoint: c.mountpoint, endpoint: c.endpoint }, 'mounted');
 

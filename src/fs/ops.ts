@@ -1,7 +1,9 @@
 // The FUSE operation table: each handler only adapts fuse-native's callback
-// convention to a SvcFs method (errors become negative errno values).
+// convention to a SvcFs method (errors become negative errno values). Handlers
+// that create entries read the caller synchronously, before any await.
 import type { Logger } from 'pino';
 import { toStat } from './attrs';
+import { caller } from './caller';
 import { E, toErrno } from './errors';
 import { SvcFs } from './filesystem';
 
@@ -33,10 +35,10 @@ export function operations(fs: SvcFs, log: Logger): Record<string, (...args: any
     access: (path: string, _mode: number, cb: Cb) => run('access', path, cb, () => fs.getattr(path), () => []),
     statfs: (_path: string, cb: Cb) => cb(0, { bsize: 1 << 20, frsize: 1 << 20, blocks: 1 << 30, bfree: 1 << 30, bavail: 1 << 30, files: 1 << 30, ffree: 1 << 30, favail: 1 << 30, fsid: 0, flag: 0, namemax: 255 }),
     getattr: (path: string, cb: Cb) => run('getattr', path, cb, () => fs.getattr(path), (a) => [toStat(a)]),
-    fgetattr: (path: string, _fd: number, cb: Cb) => run('fgetattr', path, cb, () => fs.getattr(path), (a) => [toStat(a)]),
+    fgetattr: (path: string, fd: number, cb: Cb) => run('fgetattr', path, cb, () => fs.fgetattr(path, fd), (a) => [toStat(a)]),
     readdir: (path: string, cb: Cb) => run('readdir', path, cb, () => fs.readdir(path), (names) => [names]),
     open: (path: string, flags: number, cb: Cb) => run('open', path, cb, () => fs.open(path, flags), (fd) => [fd]),
-    create: (path: string, mode: number, cb: Cb) => run('create', path, cb, () => fs.create(path, mode), (fd) => [fd]),
+    create: (path: string, mode: number, cb: Cb) => run('create', path, cb, () => fs.create(path, mode, caller()), (fd) => [fd]),
     read: (path: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => io('read', path, cb, () => fs.read(fd, buf, len, pos)),
     write: (path: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => io('write', path, cb, () => fs.write(fd, buf, len, pos)),
     flush: (path: string, fd: number, cb: Cb) => run('flush', path, cb, () => fs.flush(fd), () => []),
@@ -45,13 +47,15 @@ export function operations(fs: SvcFs, log: Logger): Record<string, (...args: any
     truncate: (path: string, size: number, cb: Cb) => run('truncate', path, cb, () => fs.truncate(path, size), () => []),
     ftruncate: (path: string, fd: number, size: number, cb: Cb) => run('ftruncate', path, cb, () => fs.ftruncate(fd, size), () => []),
     unlink: (path: string, cb: Cb) => run('unlink', path, cb, () => fs.unlink(path), () => []),
-    mkdir: (path: string, mode: number, cb: Cb) => run('mkdir', path, cb, () => fs.mkdir(path, mode), () => []),
+    mkdir: (path: string, mode: number, cb: Cb) => run('mkdir', path, cb, () => fs.mkdir(path, mode, caller()), () => []),
+    mknod: (path: string, mode: number, dev: number, cb: Cb) => run('mknod', path, cb, () => fs.mknod(path, mode, dev, caller()), () => []),
+    link: (from: string, to: string, cb: Cb) => run('link', to, cb, () => fs.link(from, to), () => []),
     rmdir: (path: string, cb: Cb) => run('rmdir', path, cb, () => fs.rmdir(path), () => []),
     rename: (src: string, dest: string, cb: Cb) => run('rename', src, cb, () => fs.rename(src, dest), () => []),
     chmod: (path: string, mode: number, cb: Cb) => run('chmod', path, cb, () => fs.chmod(path, mode), () => []),
     chown: (path: string, uid: number, gid: number, cb: Cb) => run('chown', path, cb, () => fs.chown(path, uid, gid), () => []),
     utimens: (path: string, atime: number, mtime: number, cb: Cb) => run('utimens', path, cb, () => fs.utimens(path, atime, mtime), () => []),
-    symlink: (target: string, path: string, cb: Cb) => run('symlink', path, cb, () => fs.symlink(target, path), () => []),
+    symlink: (target: string, path: string, cb: Cb) => run('symlink', path, cb, () => fs.symlink(target, path, caller()), () => []),
     readlink: (path: string, cb: Cb) => run('readlink', path, cb, () => fs.readlink(path), (t) => [t]),
     getxattr: (path: string, name: string, _pos: number, cb: Cb) => run('getxattr', path, cb, () => fs.getxattr(path, name), (v) => [v]),
     listxattr: (path: string, cb: Cb) => run('listxattr', path, cb, () => fs.listxattr(path), (l) => [l]),

@@ -32,11 +32,17 @@ export class Reader {
   constructor(
     private readonly client: SvcClient,
     private readonly bucket: string,
-    private readonly key: string,
+    private key: string,
     readonly size: number,
-    private readonly etag: string | undefined,
+    private etag: string | undefined,
     private readonly tune: ReaderTuning = DEFAULT_TUNING,
   ) {}
+
+  /** The object moved (rename): read the same bytes from its new key; `etag` of the copy, if known. */
+  retarget(key: string, etag: string | undefined): void {
+    this.key = key;
+    this.etag = etag;
+  }
 
   private fetch(start: number, end: number): Promise<Buffer> {
     this.bytesFetched += end - start;

@@ -160,7 +160,7 @@ export class Staged {
     // background, so that a change made elsewhere meanwhile finds it already read.
     if (!this.prefetching && this.baseLimit > 0) this.prefetching = this.fillAll(4).catch(() => undefined); // a failure shows again at upload
     if (end > this.size) this.size = end;
-    this.attr.mtime = Date.now();
+    this.attr.mtime = this.attr.ctime = Date.now();
     this.touch();
     return bytesWritten;
   }
@@ -169,7 +169,7 @@ export class Staged {
     if (size < this.baseLimit) this.baseLimit = size;
     await this.fh.truncate(size);
     this.size = size;
-    this.attr.mtime = Date.now();
+    this.attr.mtime = this.attr.ctime = Date.now();
     this.touch();
   }
 

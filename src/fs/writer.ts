@@ -123,11 +123,11 @@ export class Writer {
 
   /** A file was renamed on the server: its staged file (if any) moves with it. */
   async moved(from: string, to: string, etag: string): Promise<void> {
+    // a file renamed over may still be open (editors save this way): it lives on until closed, and is not uploaded
+    await this.unlinked(to);
     const st = this.staged.get(from);
     if (!st) return;
     this.staged.delete(from);
-    const old = this.staged.get(to);
-    if (old) await this.discard(old);
     st.path = to;
     st.base = { key: this.remote.key(to), size: 0, etag };
     this.staged.set(to, st);
