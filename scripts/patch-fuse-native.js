@@ -18,6 +18,7 @@
 //  6. index.js answered fgetattr (fstat, and the size checks the kernel makes
 //     around reads and writes) with the path-based getattr, dropping the open
 //     file: it now calls the filesystem's fgetattr with the file handle.
+//  7. index.js turned a link count of 0 (an open file that was unlinked) into 1.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -28,16 +29,18 @@ const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
 const MARK = '/* svcfs patch 5 */';
 const jsFile = path.join(dir, 'index.js');
-const JS_FROM = '    this.ops.getattr(path, (err, stat) => {\n      if (err) return signal(err)\n';
-const JS_TO = '    this.ops.fgetattr(path, fd, (err, stat) => {\n      if (err) return signal(err)\n';
-{
-  // (6) plain JavaScript: no rebuild needed
-  const js = fs.readFileSync(jsFile, 'utf8');
-  if (!js.includes(JS_TO)) {
-    if (!js.includes(JS_FROM)) throw new Error('patch-fuse-native: index.js does not contain the expected fgetattr text');
-    fs.writeFileSync(jsFile, js.replace(JS_FROM, JS_TO));
-  }
+// (6, 7) plain JavaScript: no rebuild needed
+const jsEdits = [
+  ['    this.ops.getattr(path, (err, stat) => {\n      if (err) return signal(err)\n', '    this.ops.fgetattr(path, fd, (err, stat) => {\n      if (err) return signal(err)\n'],
+  ['  ints[6] = (stat && stat.nlink) || 1\n', "  ints[6] = (stat && typeof stat.nlink === 'number') ? stat.nlink : 1\n"],
+];
+let js = fs.readFileSync(jsFile, 'utf8');
+for (const [from, to] of jsEdits) {
+  if (js.includes(to)) continue;
+  if (!js.includes(from)) throw new Error(`patch-fuse-native: index.js does not contain the expected text: ${from.slice(0, 60)}`);
+  js = js.replace(from, to);
 }
+fs.writeFileSync(jsFile, js);
 let text = fs.readFileSync(src, 'utf8');
 const built = fs.existsSync(path.join(dir, 'build', 'Release', 'fuse.node'));
 if (text.includes(MARK) && built) process.exit(0);

@@ -109,3 +109,37 @@ t.test('s3fs (C++): mount svcfs serve, write above its multipart size, read back
   t.equal((await c.listPage('test', { prefix: '' })).contents.length, 0, 'rm -r through s3fs leaves nothing');
   t.equal((await shStatus(`fusermount -u ${mnt}`)).code, 0, 'unmounted');
 });
+
+t.test('s3fs and the svcfs mount on one bucket: modes, owners, times and special files read the same both ways', async (t) => {
+  const { startMount } = await import('./helpers/mount');
+  const s = await startServer(t);
+  const mnt = tmpDir('s3fs-mnt');
+  const work = tmpDir('s3fs-work');
+  const passwd = path.join(work, 'passwd');
+  fs.writeFileSync(passwd, `${ADMIN.accessKeyId}:${ADMIN.secretAccessKey}\n`, { mode: 0o600 });
+  t.teardown(async () => {
+    await forceUnmount(mnt);
+    fs.rmSync(mnt, { recursive: true, force: true });
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+  await sh(`s3fs test ${mnt} -o url=${s.url},use_path_request_style,passwd_file=${passwd},endpoint=us-east-1,sigv4,stat_cache_expire=1`);
+  for (let i = 0; i < 50 && !fs.readFileSync('/proc/mounts', 'utf8').includes(mnt); i++) await sleep(100);
+  const m = await startMount(t, s, { options: ['cache_ttl=1'] });
+  const S = mnt;
+  const M = m.mnt;
+  const show = (dir: string, names: string[]) => sh(`cd ${dir} && stat -c '%n %F %a %u:%g %Y' ${names.join(' ')}`);
+
+  await sh(`cd ${S} && mkdir from-s3fs && echo s > from-s3fs/file && chmod 640 from-s3fs/file && chown 123:456 from-s3fs/file && touch -d '2021-05-06 07:08:09Z' from-s3fs/file && mkfifo from-s3fs/fifo && ln -s file from-s3fs/link`);
+  await sleep(1500);
+  const names = ['from-s3fs/file', 'from-s3fs/fifo', 'from-s3fs/link'];
+  t.equal(await show(M, names), await show(S, names), 'what s3fs wrote (a file with mode, owner and time, a fifo, a symlink) looks the same through svcfs');
+
+  await sh(`cd ${M} && mkdir from-svcfs && echo v > from-svcfs/file && chmod 604 from-svcfs/file && chown 321:654 from-svcfs/file && touch -d '2022-03-04 05:06:07Z' from-svcfs/file && mkfifo from-svcfs/fifo && mknod from-svcfs/dev c 1 3 && ln -s file from-svcfs/link`);
+  await sleep(2500);
+  const ours = ['from-svcfs/file', 'from-svcfs/fifo', 'from-svcfs/dev', 'from-svcfs/link'];
+  const seen = await show(S, ours);
+  t.equal(seen.split('\n').slice(0, 2).join('\n'), (await show(M, ours)).split('\n').slice(0, 2).join('\n'), 'what svcfs wrote (file, fifo) looks the same through s3fs');
+  t.match(seen, /from-svcfs\/dev character special file 644 0:0/, 'a device made by svcfs is a device to s3fs');
+  t.match(seen, /from-svcfs\/link symbolic link 777/, 'and a symlink a symlink');
+  t.equal((await sh(`readlink ${S}/from-svcfs/link`)).trim(), 'file');
+});

@@ -251,13 +251,23 @@ export class SvcFs {
     this.writable();
     checkName(path, this.key(path));
     const now = Date.now();
-    const owner = newOwner(await this.lookup(parentOf(path)), who, S_IFREG | (mode & 0o7777));
+    const owner = newOwner(await this.parentAttr(path), who, S_IFREG | (mode & 0o7777));
     const attr: Attr = { kind: 'file', ...owner, size: 0, mtime: now, ctime: now, meta: {}, fromMeta: true };
     const st = await this.writer.create(path, attr);
     st.refs++;
     this.born(path);
     this.cache.set(path, attr);
     return this.addHandle({ path, flags: C.O_RDWR, staged: st });
+  }
+
+  /**
+   * The parent of a new entry (for its set-group-ID bit), as known; the kernel
+   * looked it up just before. Not worth failing the creation over: unknown
+   * counts as a plain directory.
+   */
+  private async parentAttr(path: string): Promise<Attr | null> {
+    const parent = parentOf(path);
+    return this.cache.get(parent) ?? (await this.lookup(parent).catch(() => null));
   }
 
   /** A new entry at path: an orphan of the same name stays invisible, the parent's times move. */
@@ -340,7 +350,7 @@ export class SvcFs {
     if (await this.lookup(path)) throw fsError(E.EEXIST);
     checkName(path, this.remote.dirKey(path));
     const now = Date.now();
-    const owner = newOwner(await this.lookup(parentOf(path)), who, S_IFDIR | (mode & 0o7777));
+    const owner = newOwner(await this.parentAttr(path), who, S_IFDIR | (mode & 0o7777));
     const attr: Attr = { kind: 'dir', ...owner, size: 4096, mtime: now, ctime: now, meta: {}, fromMeta: true };
     const meta = metaFromAttr(attr);
     const etag = await this.client.put(this.o.bucket, this.remote.dirKey(path), Buffer.alloc(0), { meta, contentType: 'application/x-directory' });
@@ -361,7 +371,7 @@ export class SvcFs {
     const type = mode & S_IFMT;
     if (type !== 0 && type !== S_IFREG && !isSpecialType(type)) throw fsError(E.EINVAL);
     const now = Date.now();
-    const owner = newOwner(await this.lookup(parentOf(path)), who, (type || S_IFREG) | (mode & 0o7777));
+    const owner = newOwner(await this.parentAttr(path), who, (type || S_IFREG) | (mode & 0o7777));
     const special = isSpecialType(type);
     const attr: Attr = { kind: special ? 'special' : 'file', ...owner, size: 0, mtime: now, ctime: now, rdev: special ? rdev : undefined, meta: {}, fromMeta: true };
     const meta = metaFromAttr(attr);
@@ -465,6 +475,7 @@ export class SvcFs {
     }
     const a = await this.getattr(path);
     const next = change(a);
+    if (a.kind === 'dir') this.dirTimes.drop(path); // times set explicitly (rsync, tar) win over remembered ones
     if (path === '/') {
       this.root = next;
       return;
@@ -512,7 +523,7 @@ export class SvcFs {
     this.writable();
     if (await this.lookup(path)) throw fsError(E.EEXIST);
     const now = Date.now();
-    const owner = newOwner(await this.lookup(parentOf(path)), who, S_IFLNK | 0o777);
+    const owner = newOwner(await this.parentAttr(path), who, S_IFLNK | 0o777);
     const attr: Attr = { kind: 'symlink', ...owner, size: Buffer.byteLength(target), mtime: now, ctime: now, meta: {}, fromMeta: true };
     const meta = metaFromAttr(attr);
     const etag = await this.client.put(this.o.bucket, this.key(path), target, { meta, contentType: 'application/octet-stream' });

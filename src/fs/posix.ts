@@ -77,6 +77,12 @@ export class DirTimes {
     return { ...a, mtime: Math.max(a.mtime, t), ctime: Math.max(a.ctime, t) };
   }
 
+  /** This directory's times were set explicitly. */
+  drop(path: string): void {
+    this.times.delete(path);
+  }
+
+  /** The directory and everything below it is gone or moved. */
   forget(path: string): void {
     for (const k of [...this.times.keys()]) if (k === path || k.startsWith(path + '/')) this.times.delete(k);
   }
