@@ -16,7 +16,17 @@ const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..');
 const CLI = path.join(ROOT, 'bin', 'svcfs.js');
-const VENDOR = process.env.SVCFS_VENDOR || path.resolve(ROOT, '..', 'shared', 'vendor');
+/** ../shared/vendor beside the checkout (or above it), where the team keeps third-party test tools. */
+function findVendor() {
+  const candidates = [process.env.SVCFS_VENDOR];
+  for (let d = ROOT; ; d = path.dirname(d)) {
+    candidates.push(path.join(d, 'shared', 'vendor'), path.join(d, '..', 'shared', 'vendor'));
+    if (path.dirname(d) === d) break;
+  }
+  candidates.push('/work/shared/vendor');
+  return candidates.find((c) => c && fs.existsSync(path.join(c, 'pjdfstest.tar.gz')));
+}
+const VENDOR = findVendor();
 const WORK = process.env.SVCFS_PJD_DIR || path.join(os.tmpdir(), 'svcfs-pjdfstest');
 const EXPECTED = path.join(ROOT, 'test', 'posix', 'expected-failures.txt');
 // The directories that apply to an object store mount (chflags, granular and
@@ -37,6 +47,7 @@ const mounted = (mnt) => fs.readFileSync('/proc/mounts', 'utf8').split('\n').som
 function build() {
   const bin = path.join(WORK, 'pjdfstest', 'pjdfstest');
   if (fs.existsSync(bin)) return path.dirname(bin);
+  if (!VENDOR) throw Object.assign(new Error('pjdfstest.tar.gz not found in ../shared/vendor (set SVCFS_VENDOR to its directory)'), { exitCode: 3 });
   fs.mkdirSync(WORK, { recursive: true });
   execFileSync('tar', ['xzf', path.join(VENDOR, 'pjdfstest.tar.gz'), '-C', WORK]);
   const dir = path.join(WORK, 'pjdfstest');
@@ -167,6 +178,12 @@ function summary(results) {
 }
 
 async function main() {
+  if (process.argv.includes('--where')) {
+    // where the suite comes from (exit 3: not available on this machine)
+    if (!VENDOR) process.exit(3);
+    console.log(path.join(VENDOR, 'pjdfstest.tar.gz'));
+    return;
+  }
   if (process.getuid() !== 0) throw new Error('pjdfstest changes uid: run as root');
   const only = arg('--only');
   const dirs = only ? only.split(',') : DIRS;
@@ -220,5 +237,5 @@ async function main() {
 
 main().catch((e) => {
   console.error(`conformance: ${e.message}`);
-  process.exitCode = 2;
+  process.exitCode = e.exitCode ?? 2;
 });

@@ -1,24 +1,32 @@
 #!/usr/bin/env bash
 # Set up (scripts/setup.sh), install what the tests drive besides svcfs (Ceph's
-# RADOS Gateway, rclone, s3fs, boto3), boot a throwaway Ceph cluster for the
-# mount suites' second backend, then run every test with tap. The last line is
-# `N passed, N failed` (assertions).
+# RADOS Gateway, rclone, s3fs, boto3; the tools to build pjdfstest; LibreOffice
+# and GLib's gio), boot a throwaway Ceph cluster for the mount suites' second
+# backend, then run every test with tap. The last line is `N passed, N failed`
+# (assertions).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-missing=()
-for pkg in ceph-mon ceph-osd radosgw ceph-common rclone s3fs python3-boto3; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+updated=""
+# install_missing [--recommends] PKG...: what is not installed yet, in one apt-get
+install_missing() {
+  local recommends="--no-install-recommends"
+  if [ "$1" = --recommends ]; then recommends=""; shift; fi
+  local missing=()
+  for pkg in "$@"; do installed "$pkg" || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
   echo "svcfs test: installing Debian packages: ${missing[*]}" >&2
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-    || { echo "0 passed, 1 failed"; exit 1; }
-fi
+  [ -n "$updated" ] || { $SUDO apt-get update -qq; updated=1; }
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $recommends "${missing[@]}" >/dev/null
+}
+install_missing ceph-mon ceph-osd radosgw ceph-common rclone s3fs python3-boto3 autoconf automake gcc make libglib2.0-bin \
+  || { echo "0 passed, 1 failed"; exit 1; }
+# LibreOffice as a desktop user has it (with its recommended fonts and the UNO bridge for Python)
+install_missing --recommends libreoffice-writer-nogui python3-uno || { echo "0 passed, 1 failed"; exit 1; }
 
 # One Ceph cluster (RGW) for the whole run; each test makes its own bucket.
 ceph_dir=$(mktemp -d /tmp/svcfs-ceph-XXXXXX)

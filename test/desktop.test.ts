@@ -1,6 +1,7 @@
-// Desktop programs on the mount, as its users run them: LibreOffice (headless)
-// converting into and out of the mount and an open-edit-save cycle driven over
-// UNO, beside a second mount of the same bucket; GLib's gio copy, move, trash.
+// Desktop programs on the mount, as its users run them: LibreOffice (headless,
+// as an ordinary user on an allow_other mount) converting into and out of the
+// mount and an open-edit-save cycle driven over UNO, beside a second mount of
+// the same bucket; GLib's gio copy, move, trash.
 import t from 'tap';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -9,11 +10,22 @@ import { ROOT, startServer, tmpDir } from './helpers/server';
 
 const LO_EDIT = path.join(ROOT, 'test', 'desktop', 'lo_edit.py');
 
+// LibreOffice runs as an ordinary user (nobody) on a mount made by root with
+// allow_other, as on a shared desktop machine: its files must be its own.
+const USER = 'setpriv --reuid=65534 --regid=65534 --clear-groups';
+
+/** A scratch directory the user can write. */
+function userDir(prefix: string): string {
+  const d = tmpDir(prefix);
+  fs.chmodSync(d, 0o777);
+  return d;
+}
+
 /** soffice --convert-to with a fresh profile each time (a new user's first run). */
 async function convert(to: string, outdir: string, file: string) {
-  const home = tmpDir('lo-home');
+  const home = userDir('lo-home');
   try {
-    return await shStatus(`cd ${outdir} && HOME=${home} timeout 180 soffice --headless --norestore -env:UserInstallation=file://${home}/profile --convert-to ${to} --outdir ${outdir} ${file}`);
+    return await shStatus(`cd ${outdir} && ${USER} env HOME=${home} timeout 180 soffice --headless --norestore -env:UserInstallation=file://${home}/profile --convert-to ${to} --outdir ${outdir} ${file}`);
   } finally {
     fs.rmSync(home, { recursive: true, force: true });
   }
@@ -25,11 +37,16 @@ const leftovers = (dir: string) => fs.readdirSync(dir).filter((n) => n.startsWit
 t.test('LibreOffice: convert into the mount 8 times over the same name, read back, edit and save in place', async (t) => {
   const s = await startServer(t);
   const c = s.client();
-  const m = await startMount(t, s, { options: ['cache_ttl=2'] });
-  const other = await startMount(t, s, { options: ['cache_ttl=2'] });
-  const local = tmpDir('lo-local');
+  const mount = await startMount(t, s, { options: ['cache_ttl=2', 'allow_other'] });
+  const second = await startMount(t, s, { options: ['cache_ttl=2', 'allow_other'] });
+  // the user's own folder in the bucket
+  fs.mkdirSync(`${mount.mnt}/docs`);
+  fs.chownSync(`${mount.mnt}/docs`, 65534, 65534);
+  const m = { mnt: `${mount.mnt}/docs`, status: mount.status };
+  const other = { mnt: `${second.mnt}/docs` };
+  const local = userDir('lo-local');
   t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
-  fs.writeFileSync(`${local}/doc.txt`, 'Hello from svcfs\nSecond line\n');
+  fs.writeFileSync(`${local}/doc.txt`, 'Hello from svcfs\nSecond line\n', { mode: 0o666 });
 
   const failures: string[] = [];
   for (let i = 0; i < 8; i++) {
@@ -39,7 +56,8 @@ t.test('LibreOffice: convert into the mount 8 times over the same name, read bac
   }
   t.same(failures, [], 'every conversion saved over the existing doc.odt without an error');
   t.same(fs.readdirSync(m.mnt).sort(), ['doc.odt'], 'one file, no lock or temp file left behind');
-  const odt = await c.getBuffer('test', 'doc.odt');
+  t.equal((await sh(`stat -c %u:%g ${m.mnt}/doc.odt`)).trim(), '65534:65534', 'the document belongs to the user who saved it');
+  const odt = await c.getBuffer('test', 'docs/doc.odt');
   t.equal(odt.subarray(0, 2).toString(), 'PK', 'the bucket holds the document (a zip)');
   t.ok(odt.includes('content.xml'), 'with its content part');
 
@@ -47,7 +65,7 @@ t.test('LibreOffice: convert into the mount 8 times over the same name, read bac
   t.equal(back.code, 0, 'converted out of the second mount');
   t.match(fs.readFileSync(`${local}/doc.txt`, 'utf8'), /Hello from svcfs\s+Second line/, 'the text survived the round trip');
 
-  const edit = await shStatus(`/usr/bin/python3 ${LO_EDIT} ${m.mnt}/doc.odt "Edited through svcfs"`);
+  const edit = await shStatus(`cd ${local} && ${USER} env HOME=${local} /usr/bin/python3 ${LO_EDIT} ${m.mnt}/doc.odt "Edited through svcfs"`);
   t.equal(edit.code, 0, `opened, edited and saved in place over UNO ${edit.stderr}`);
   t.same(fs.readdirSync(m.mnt).sort(), ['doc.odt'], 'still one file after the save, no lock or temp file');
   t.same(leftovers(other.mnt), [], 'the second mount sees no leftovers either');
