@@ -8,16 +8,16 @@ import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, isSpecialType, m
 import { MetaCache } from './cache';
 import type { Caller } from './caller';
 import { contentTypeFor } from './mime';
-import { DirTimes, checkName, newOwner, parentOf, utimeArg } from './posix';
+import { DirTimes, checkName, newOwner, parentOf } from './posix';
 import { E, fsError } from './errors';
 import { Reader, ReaderTuning, DEFAULT_TUNING } from './reader';
 import { Remote } from './remote';
 import { ConditionalMode } from './conditional';
 import { Journal } from './journal';
+import { Metadata } from './metadata';
 import { Staged } from './staged';
 import { UploadTuning } from './uploader';
 import { Writer, WriterStats } from './writer';
-import * as xattr from './xattr';
 
 export interface FsOptions {
   client: SvcClient;
@@ -64,6 +64,8 @@ export class SvcFs {
   private readonly log: Logger;
   private readonly handles = new Map<number, Handle>();
   readonly writer: Writer;
+  /** chmod, chown, utimens and extended attributes */
+  readonly meta: Metadata;
   private readonly links = new Map<string, { etag?: string; target: string }>();
   private nextFd = 1;
   private readonly defaults: AttrDefaults;
@@ -86,6 +88,10 @@ export class SvcFs {
     this.writer = new Writer({
       client: o.client, remote: this.remote, cache: this.cache, journal: o.journal, log: o.log, writeBackMs: o.writeBackMs,
       conditional: o.conditional, upload: o.upload,
+    });
+    this.meta = new Metadata({
+      client: o.client, bucket: o.bucket, remote: this.remote, cache: this.cache, writer: this.writer, dirTimes: this.dirTimes,
+      getattr: (p) => this.getattr(p), writable: () => this.writable(), changing: (p) => this.changing(p), setRoot: (a) => { this.root = a; },
     });
   }
 
@@ -458,64 +464,6 @@ export class SvcFs {
     }
   }
 
-  // ---- attributes that live in metadata ----
-
-  /**
-   * Change recorded attributes. A staged file with pending changes takes them
-   * with its upload; otherwise the object's metadata is replaced in place
-   * (copy onto itself), and an implicit directory gets a marker.
-   */
-  private async setAttr(path: string, change: (a: Attr) => Attr): Promise<void> {
-    this.changing(path);
-    this.writable();
-    const st = this.writer.get(path);
-    if (st) {
-      st.attr = change(st.attr);
-      if (st.dirty) return;
-    }
-    const a = await this.getattr(path);
-    const next = change(a);
-    if (a.kind === 'dir') this.dirTimes.drop(path); // times set explicitly (rsync, tar) win over remembered ones
-    if (path === '/') {
-      this.root = next;
-      return;
-    }
-    const meta = await this.replaceMeta(path, a, (m) => ({ ...m, ...metaFromAttr(next) }));
-    this.cache.set(path, { ...next, meta, fromMeta: true });
-  }
-
-  /** Replace an object's user metadata (copy onto itself); creates a directory marker if there is none. */
-  private async replaceMeta(path: string, a: Attr, change: (m: Record<string, string>) => Record<string, string>): Promise<Record<string, string>> {
-    const key = a.kind === 'dir' ? this.remote.dirKey(path) : this.key(path);
-    const info = await this.remote.head(key);
-    if (!info) {
-      if (a.kind !== 'dir') throw fsError(E.ENOENT);
-      const meta = change(metaFromAttr(a));
-      await this.client.put(this.o.bucket, key, Buffer.alloc(0), { meta, contentType: 'application/x-directory' });
-      return meta;
-    }
-    const meta = change(info.meta);
-    await this.remote.copy(key, key, { replaceMetadata: true, meta, contentType: info.contentType, ifSourceMatch: info.etag, tagCount: info.tagCount });
-    return meta;
-  }
-
-  chmod(path: string, mode: number): Promise<void> {
-    return this.setAttr(path, (a) => ({ ...a, mode: (a.mode & S_IFMT) | (mode & 0o7777), ctime: Date.now() }));
-  }
-
-  chown(path: string, uid: number, gid: number): Promise<void> {
-    const keep = 0xffffffff;
-    return this.setAttr(path, (a) => ({ ...a, uid: uid === keep || uid === -1 ? a.uid : uid, gid: gid === keep || gid === -1 ? a.gid : gid, ctime: Date.now() }));
-  }
-
-  /** utimensat(2): either time may be UTIME_NOW or UTIME_OMIT (see posix.utimeArg); the change time moves. */
-  utimens(path: string, atime: number, mtime: number): Promise<void> {
-    const now = Date.now();
-    const at = utimeArg(atime, now);
-    const mt = utimeArg(mtime, now);
-    return this.setAttr(path, (a) => ({ ...a, atime: at ?? a.atime ?? a.mtime, mtime: mt ?? a.mtime, ctime: now }));
-  }
-
   // ---- symlinks ----
 
   async symlink(target: string, path: string, who: Caller): Promise<void> {
@@ -540,77 +488,6 @@ export class SvcFs {
     const target = (await this.client.getBuffer(this.o.bucket, this.key(path))).toString('utf8');
     this.links.set(path, { etag: a.etag, target });
     return target;
-  }
-
-  // ---- extended attributes ----
-
-  private async settled(path: string): Promise<Attr> {
-    const st = this.writer.get(path);
-    if (st && st.dirty) await this.writer.upload(st);
-    return this.getattr(path);
-  }
-
-  async getxattr(path: string, name: string): Promise<Buffer> {
-    if (!name.startsWith('user.')) throw fsError(E.ENODATA);
-    const a = await this.getattr(path);
-    if (name.startsWith(xattr.TAG)) {
-      const tags = await this.client.getTags(this.o.bucket, this.objectKey(path, a));
-      const v = tags[name.slice(xattr.TAG.length)];
-      if (v === undefined) throw fsError(E.ENODATA);
-      return Buffer.from(v);
-    }
-    const v = xattr.get(a.meta, name);
-    if (v === undefined) throw fsError(E.ENODATA);
-    return v;
-  }
-
-  async listxattr(path: string): Promise<string[]> {
-    const a = await this.getattr(path);
-    const names = xattr.list(a.meta);
-    if (path !== '/') {
-      const tags = await this.client.getTags(this.o.bucket, this.objectKey(path, a)).catch(() => ({}));
-      for (const k of Object.keys(tags)) names.push(xattr.TAG + k);
-    }
-    return names;
-  }
-
-  async setxattr(path: string, name: string, value: Buffer): Promise<void> {
-    this.writable();
-    if (!name.startsWith('user.')) throw fsError(E.ENOTSUP);
-    const a = await this.settled(path);
-    if (path === '/') throw fsError(E.ENOTSUP);
-    if (name.startsWith(xattr.TAG)) {
-      const key = this.objectKey(path, a);
-      const tags = await this.client.getTags(this.o.bucket, key);
-      tags[name.slice(xattr.TAG.length)] = value.toString('utf8');
-      await this.client.putTags(this.o.bucket, key, tags);
-      return;
-    }
-    const meta = await this.replaceMeta(path, a, (m) => xattr.set(m, name, value));
-    this.cache.set(path, { ...a, meta });
-  }
-
-  async removexattr(path: string, name: string): Promise<void> {
-    this.writable();
-    if (!name.startsWith('user.')) throw fsError(E.ENOTSUP);
-    const a = await this.settled(path);
-    if (name.startsWith(xattr.TAG)) {
-      const key = this.objectKey(path, a);
-      const tags = await this.client.getTags(this.o.bucket, key);
-      const k = name.slice(xattr.TAG.length);
-      if (!(k in tags)) throw fsError(E.ENODATA);
-      delete tags[k];
-      if (Object.keys(tags).length) await this.client.putTags(this.o.bucket, key, tags);
-      else await this.client.deleteTags(this.o.bucket, key);
-      return;
-    }
-    if (xattr.get(a.meta, name) === undefined) throw fsError(E.ENODATA);
-    const meta = await this.replaceMeta(path, a, (m) => xattr.remove(m, name));
-    this.cache.set(path, { ...a, meta });
-  }
-
-  private objectKey(path: string, a: Attr): string {
-    return a.kind === 'dir' ? this.remote.dirKey(path) : this.key(path);
   }
 
   // ---- state ----
