@@ -19,6 +19,9 @@
 //     around reads and writes) with the path-based getattr, dropping the open
 //     file: it now calls the filesystem's fgetattr with the file handle.
 //  7. index.js turned a link count of 0 (an open file that was unlinked) into 1.
+//  8. open can ask the kernel to keep the file's page cache (keep_cache): the
+//     filesystem sets bit 30 of the handle it returns (src/fs/caller.ts
+//     KEEP_CACHE), which the addon clears before storing the handle.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -27,7 +30,7 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 5 */';
+const MARK = '/* svcfs patch 6 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
@@ -62,6 +65,9 @@ const edits = [
   ['  fuse_thread_locals_t *l = get_thread_locals();\\\n  l->op = op_##name;\\',
     '  fuse_thread_locals_t *l = get_thread_locals();\\\n  {\\\n    struct fuse_context *fc = fuse_get_context();\\\n' +
     '    l->caller_uid = fc->uid; l->caller_gid = fc->gid; l->caller_pid = fc->pid; l->caller_umask = fc->umask;\\\n  }\\\n  l->op = op_##name;\\'],
+  // 8 (the open handler's signal block: the one opendir follows)
+  ['  NAPI_ARGV_INT32(fd, 2)\n  if (fd != 0) {\n    l->info->fh = fd;\n  }\n})\n\nFUSE_METHOD(opendir,',
+    '  NAPI_ARGV_INT32(fd, 2)\n  if (fd & 0x40000000) {\n    l->info->keep_cache = 1;\n    fd &= ~0x40000000;\n  }\n  if (fd != 0) {\n    l->info->fh = fd;\n  }\n})\n\nFUSE_METHOD(opendir,'],
   // 4
   ['  struct fuse_operations ops = { };\n', '  struct fuse_operations ops = { };\n  ops.flag_nullpath_ok = 1;\n  ops.flag_utime_omit_ok = 1;\n'],
   ['napi_create_string_utf8(env, l->path, NAPI_AUTO_LENGTH', 'napi_create_string_utf8(env, l->path ? l->path : "", NAPI_AUTO_LENGTH'],

@@ -92,6 +92,23 @@ for (const backend of backendNames()) t.test(`files through the mount (${backend
     t.equal((await sh(`stat -c '%a %F' ${M}/plain`)).trim(), '755 directory', 'an implicit directory');
   });
 
+  t.test('a file read again is served from the page cache while unchanged, and read anew once changed', async (t) => {
+    const gets = async () => ((await m.status()).requests.get ?? 0) as number;
+    const data = randomBytes(6 * MiB);
+    fs.writeFileSync(`${local}/cached.bin`, data);
+    await sh(`cp ${local}/cached.bin ${M}/cached.bin`);
+    t.equal((await sh(`md5sum < ${M}/cached.bin`)).split(' ')[0], md5(data), 'first read');
+    const g1 = await gets();
+    t.equal((await sh(`md5sum < ${M}/cached.bin`)).split(' ')[0], md5(data), 'second read');
+    const g2 = await gets();
+    t.equal(g2, g1, 'the second read of the unchanged file sent no GET (kernel page cache kept)');
+    const other = randomBytes(6 * MiB);
+    await c.put(B, 'cached.bin', other);
+    await sleep(2500); // the mount's cache_ttl (2 s) passes
+    t.equal((await sh(`md5sum < ${M}/cached.bin`)).split(' ')[0], md5(other), 'changed by another client: the new bytes, not the cached pages');
+    t.ok((await gets()) > g2, 'read anew from the store');
+  });
+
   t.test('symlinks, tar, rsync', async (t) => {
     await sh(`ln -s target/file.txt ${M}/link && test "$(readlink ${M}/link)" = target/file.txt`);
     const info = await c.head(B, 'link');

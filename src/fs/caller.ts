@@ -45,10 +45,16 @@ export function recordCallers(fuse: { _handlers: (Handler | undefined)[] }): boo
   return true;
 }
 
+/**
+ * Bit 30 of the handle open returns: keep the kernel's page cache of the file
+ * (the patched addon sets keep_cache and clears the bit). Handles stay below it.
+ */
+export const KEEP_CACHE = 0x40000000;
+
 /** The install-time patch marks the addon's source; the build follows it. */
-function patched(): boolean {
+export function patched(): boolean {
   try {
-    return readFileSync(require.resolve('fuse-native/fuse-native.c'), 'utf8').includes('svcfs patch 5');
+    return readFileSync(require.resolve('fuse-native/fuse-native.c'), 'utf8').includes('svcfs patch 6');
   } catch {
     return false;
   }

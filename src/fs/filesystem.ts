@@ -6,11 +6,11 @@ import type { Logger } from 'pino';
 import { Slots, SvcClient } from '../wire/client';
 import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, isSpecialType, metaFromAttr } from './attrs';
 import { MetaCache } from './cache';
-import type { Caller } from './caller';
+import { Caller, KEEP_CACHE } from './caller';
 import { contentTypeFor } from './mime';
 import { DirTimes, checkName, newOwner, parentOf } from './posix';
 import { E, fsError } from './errors';
-import { Reader, ReaderTuning, DEFAULT_TUNING } from './reader';
+import { PageCacheKeeper, Reader, ReaderTuning, DEFAULT_TUNING } from './reader';
 import { Remote } from './remote';
 import { ConditionalMode } from './conditional';
 import { Journal } from './journal';
@@ -40,6 +40,8 @@ export interface FsOptions {
   log: Logger;
   upload?: UploadTuning;
   reader?: ReaderTuning;
+  /** the addon can keep the kernel's page cache of a file across opens (patched fuse-native) */
+  keepCache?: boolean;
 }
 
 interface Handle {
@@ -74,6 +76,7 @@ export class SvcFs {
   private readonly completing = new Map<string, Promise<Attr | null>>();
   private readonly headSlots = new Slots(16);
   private readonly dirTimes = new DirTimes();
+  private readonly pages: PageCacheKeeper;
   /** the mount root has no object of its own: chmod, chown and utimens of it last as long as the mount */
   private root?: Attr;
   /** files unlinked while open for reading: their objects go when the last reader closes */
@@ -85,6 +88,7 @@ export class SvcFs {
     this.defaults = { uid: o.uid, gid: o.gid, umask: o.umask, mountTime: Date.now() };
     this.remote = new Remote(o.client, o.bucket, o.prefix, this.defaults);
     this.cache = new MetaCache(o.cacheTtlMs);
+    this.pages = new PageCacheKeeper(o.keepCache === true);
     this.writer = new Writer({
       client: o.client, remote: this.remote, cache: this.cache, journal: o.journal, log: o.log, writeBackMs: o.writeBackMs,
       conditional: o.conditional, upload: o.upload,
@@ -218,9 +222,10 @@ export class SvcFs {
   // ---- open files ----
 
   private addHandle(h: Handle): number {
-    while (this.handles.has(this.nextFd)) this.nextFd = (this.nextFd % 0x7fffffff) + 1;
+    // handles stay below KEEP_CACHE, the bit that asks the kernel to keep a file's pages
+    while (this.handles.has(this.nextFd)) this.nextFd = (this.nextFd % (KEEP_CACHE - 1)) + 1;
     const fd = this.nextFd;
-    this.nextFd = (this.nextFd % 0x7fffffff) + 1;
+    this.nextFd = (this.nextFd % (KEEP_CACHE - 1)) + 1;
     this.handles.set(fd, h);
     return fd;
   }
@@ -242,8 +247,10 @@ export class SvcFs {
       }
       const a = await this.getattr(path);
       if (a.kind === 'dir') throw fsError(E.EISDIR);
-      return this.addHandle({ path, flags, attr: a, reader: new Reader(this.client, this.o.bucket, this.key(path), a.size, a.etag, this.o.reader ?? DEFAULT_TUNING) });
+      const fd = this.addHandle({ path, flags, attr: a, reader: new Reader(this.client, this.o.bucket, this.key(path), a.size, a.etag, this.o.reader ?? DEFAULT_TUNING) });
+      return this.pages.keep(path, a.etag) ? fd | KEEP_CACHE : fd;
     }
+    this.pages.forget(path);
     const a = st ? this.stagedAttr(st) : await this.getattr(path);
     if (a.kind === 'dir') throw fsError(E.EISDIR);
     const s = await this.writer.stage(path, a);
@@ -343,6 +350,7 @@ export class SvcFs {
     if (a.kind === 'dir') throw fsError(E.EISDIR);
     await this.writer.unlinked(path);
     // open for reading: the object stays (hidden) until the last reader closes, as an unlinked inode does
+    this.pages.forget(path);
     if (this.readersOf(path).length) this.orphans.set(path, this.key(path));
     else await this.client.delete(this.o.bucket, this.key(path));
     this.cache.setMissing(path);

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
 import { ConditionalMode, describeMode, probeConditionalWrites, probeCopyKeepsTags } from './conditional';
-import { recordCallers, setFallbackCaller } from './caller';
+import { patched, recordCallers, setFallbackCaller } from './caller';
 import { SvcFs } from './filesystem';
 import { Journal, JournalLockedError } from './journal';
 import { operations } from './ops';
@@ -132,7 +132,7 @@ export async function runMount(c: MountConfig): Promise<void> {
   if (!copyKeepsTags) c.log.info('this store drops tags when a copy replaces metadata: metadata changes carry them over');
   const fsys = new SvcFs({
     client: c.client, bucket: c.bucket, prefix: c.prefix, uid: c.uid, gid: c.gid, umask: c.umask, readOnly: c.readOnly,
-    cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conditional, log: c.log,
+    cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conditional, log: c.log, keepCache: patched(),
   });
   fsys.remote.copyKeepsTags = copyKeepsTags;
   // Staged files a crash left behind are served and uploaded before the bucket's versions of those paths.

@@ -115,3 +115,29 @@ export class Reader {
     return data.copy(buf, 0, pos - p.start, end - p.start);
   }
 }
+
+/**
+ * When may the kernel keep a file's cached pages at open? When the object has
+ * the ETag it had at this mount's previous open of that path for reading (the
+ * pages hold exactly those bytes); anything else (first open, a change by any
+ * writer, an open for writing) lets the kernel drop them. Bounded: the oldest
+ * paths are forgotten first.
+ */
+export class PageCacheKeeper {
+  private readonly seen = new Map<string, string>();
+
+  constructor(private readonly enabled: boolean, private readonly limit = 100_000) {}
+
+  keep(path: string, etag: string | undefined): boolean {
+    if (!this.enabled || !etag) return false;
+    const same = this.seen.get(path) === etag;
+    this.seen.delete(path);
+    this.seen.set(path, etag);
+    if (this.seen.size > this.limit) this.seen.delete(this.seen.keys().next().value as string);
+    return same;
+  }
+
+  forget(path: string): void {
+    this.seen.delete(path);
+  }
+}
