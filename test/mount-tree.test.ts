@@ -90,3 +90,18 @@ t.test('request counts: ls -l (serve)', async (t) => {
   t.match(st, /cache: \d+ entries, hit rate/);
   t.match(st, /requests: .*list \d+/);
 });
+
+t.test('request counts: mkdir, then 100 new files copied into it: one PUT each, no lookup requests', async (t) => {
+  const s = await startServer(t);
+  const m = await startMount(t, s, { options: ['cache_ttl=60'] });
+  const local = tmpDir('small');
+  t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
+  for (let i = 0; i < 100; i++) fs.writeFileSync(`${local}/f${i}`, `file ${i}\n`);
+  await sh(`ls ${m.mnt}`);
+  const before = (await m.status()).requests as Record<string, number>;
+  await sh(`cp -r ${local} ${m.mnt}/copied`);
+  const after = (await m.status()).requests as Record<string, number>;
+  const d = Object.fromEntries(Object.keys({ ...before, ...after }).map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)]).filter(([, v]) => v !== 0));
+  t.same(d, { put: 101 }, `the directory marker and one PUT per file; a new directory is known empty (${JSON.stringify(d)})`);
+  t.equal((await s.client().listPage('test', { prefix: 'copied/' })).contents.length, 101);
+});

@@ -371,6 +371,8 @@ export class SvcFs {
     this.dirTimes.forget(path);
     this.born(path);
     this.cache.set(path, { ...attr, meta, etag });
+    // nothing can be below a directory that did not exist: lookups of new names in it need no request
+    this.cache.setListing(path, new Map());
   }
 
   /**
