@@ -4,7 +4,7 @@ import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { forceUnmount, sh, shStatus, sleep } from './helpers/mount';
+import { forceUnmount, sh, shStatus, sleep, startMount } from './helpers/mount';
 import { ADMIN, startServer, tmpDir } from './helpers/server';
 
 const MiB = 1024 * 1024;
@@ -26,6 +26,22 @@ async function run(cmd: string, env: NodeJS.ProcessEnv): Promise<{ code: number;
   return new Promise((ok) => execFile('bash', ['-c', cmd], { env, maxBuffer: 64 * MiB, timeout: 300_000 }, (e, stdout, stderr) => {
     ok({ code: e ? (typeof (e as any).code === 'number' ? (e as any).code : 1) : 0, stdout, stderr });
   }));
+}
+
+/** Mount bucket `test` of a server with s3fs (unmounted at teardown); a scratch directory beside it. */
+async function mountS3fs(t: { teardown(fn: () => unknown): void }, url: string, extra = ''): Promise<{ mnt: string; work: string }> {
+  const mnt = tmpDir('s3fs-mnt');
+  const work = tmpDir('s3fs-work');
+  const passwd = path.join(work, 'passwd');
+  fs.writeFileSync(passwd, `${ADMIN.accessKeyId}:${ADMIN.secretAccessKey}\n`, { mode: 0o600 });
+  t.teardown(async () => {
+    await forceUnmount(mnt);
+    fs.rmSync(mnt, { recursive: true, force: true });
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+  await sh(`s3fs test ${mnt} -o url=${url},use_path_request_style,passwd_file=${passwd},${extra}endpoint=us-east-1,sigv4,stat_cache_expire=1`);
+  for (let i = 0; i < 50 && !fs.readFileSync('/proc/mounts', 'utf8').includes(mnt); i++) await sleep(100);
+  return { mnt, work };
 }
 
 t.test('rclone (Go): multipart copy, sync, check, cat, delete', async (t) => {
@@ -81,17 +97,7 @@ t.test('boto3 (Python): transfers, copies, tagging, batch delete, listings, pres
 t.test('s3fs (C++): mount svcfs serve, write above its multipart size, read back, rename, remove', async (t) => {
   const s = await startServer(t);
   const c = s.client();
-  const mnt = tmpDir('s3fs-mnt');
-  const work = tmpDir('s3fs-work');
-  const passwd = path.join(work, 'passwd');
-  fs.writeFileSync(passwd, `${ADMIN.accessKeyId}:${ADMIN.secretAccessKey}\n`, { mode: 0o600 });
-  t.teardown(async () => {
-    await forceUnmount(mnt);
-    fs.rmSync(mnt, { recursive: true, force: true });
-    fs.rmSync(work, { recursive: true, force: true });
-  });
-  await sh(`s3fs test ${mnt} -o url=${s.url},use_path_request_style,passwd_file=${passwd},multipart_size=5,endpoint=us-east-1,sigv4,stat_cache_expire=1`);
-  for (let i = 0; i < 50 && !fs.readFileSync('/proc/mounts', 'utf8').includes(mnt); i++) await sleep(100);
+  const { mnt, work } = await mountS3fs(t, s.url, 'multipart_size=5,');
   const big = randomBytes(17 * MiB + 3);
   fs.writeFileSync(`${work}/big`, big);
   await sh(`cp ${work}/big ${mnt}/s3fs-big`);
@@ -111,19 +117,8 @@ t.test('s3fs (C++): mount svcfs serve, write above its multipart size, read back
 });
 
 t.test('s3fs and the svcfs mount on one bucket: modes, owners, times and special files read the same both ways', async (t) => {
-  const { startMount } = await import('./helpers/mount');
   const s = await startServer(t);
-  const mnt = tmpDir('s3fs-mnt');
-  const work = tmpDir('s3fs-work');
-  const passwd = path.join(work, 'passwd');
-  fs.writeFileSync(passwd, `${ADMIN.accessKeyId}:${ADMIN.secretAccessKey}\n`, { mode: 0o600 });
-  t.teardown(async () => {
-    await forceUnmount(mnt);
-    fs.rmSync(mnt, { recursive: true, force: true });
-    fs.rmSync(work, { recursive: true, force: true });
-  });
-  await sh(`s3fs test ${mnt} -o url=${s.url},use_path_request_style,passwd_file=${passwd},endpoint=us-east-1,sigv4,stat_cache_expire=1`);
-  for (let i = 0; i < 50 && !fs.readFileSync('/proc/mounts', 'utf8').includes(mnt); i++) await sleep(100);
+  const { mnt } = await mountS3fs(t, s.url);
   const m = await startMount(t, s, { options: ['cache_ttl=1'] });
   const S = mnt;
   const M = m.mnt;
