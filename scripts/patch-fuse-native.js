@@ -22,6 +22,10 @@
 //  8. open can ask the kernel to keep the file's page cache (keep_cache): the
 //     filesystem sets bit 30 of the handle it returns (src/fs/caller.ts
 //     KEEP_CACHE), which the addon clears before storing the handle.
+//  9. getxattr of a name outside user.* answers ENODATA in the FUSE thread, as
+//     the filesystem would (src/fs/metadata.ts): `ls -l` asks for
+//     security.selinux and system.posix_acl_access of every entry, and each
+//     trip to JavaScript costs a thread hop.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -30,7 +34,7 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 6 */';
+const MARK = '/* svcfs patch 7 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
@@ -68,6 +72,9 @@ const edits = [
   // 8 (the open handler's signal block: the one opendir follows)
   ['  NAPI_ARGV_INT32(fd, 2)\n  if (fd != 0) {\n    l->info->fh = fd;\n  }\n})\n\nFUSE_METHOD(opendir,',
     '  NAPI_ARGV_INT32(fd, 2)\n  if (fd & 0x40000000) {\n    l->info->keep_cache = 1;\n    fd &= ~0x40000000;\n  }\n  if (fd != 0) {\n    l->info->fh = fd;\n  }\n})\n\nFUSE_METHOD(opendir,'],
+  // 9 (the Linux getxattr, without the macOS position argument)
+  ['FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  l->path = path;',
+    'FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  if (strncmp(name, "user.", 5) != 0) return -ENODATA;\n  l->path = path;'],
   // 4
   ['  struct fuse_operations ops = { };\n', '  struct fuse_operations ops = { };\n  ops.flag_nullpath_ok = 1;\n  ops.flag_utime_omit_ok = 1;\n'],
   ['napi_create_string_utf8(env, l->path, NAPI_AUTO_LENGTH', 'napi_create_string_utf8(env, l->path ? l->path : "", NAPI_AUTO_LENGTH'],

@@ -44,13 +44,20 @@ async function writeAll(names: string[], from: string, to: string, writers = 4):
   return out;
 }
 
-/** Open every file now; write and close them all `delaySec` later. Each close's result. */
-async function writeLate(names: string[], from: string, to: string, delaySec: number): Promise<Map<string, string>> {
-  const script = path.join(tmpDir('writer'), 'late.py');
+/**
+ * Open every file now; write and close them all once told to (`go`), so that
+ * something can happen in between. `opened` settles when every open returned.
+ */
+function writeLate(names: string[], from: string, to: string): { opened: Promise<void>; go: () => void; done: Promise<Map<string, string>> } {
+  const dir = tmpDir('writer');
+  const script = path.join(dir, 'late.py');
   fs.writeFileSync(script, [
-    'import sys, time, json',
+    'import os, sys, time, json',
     "files = [(n, open(sys.argv[2] + '/' + n, 'wb')) for n in sys.argv[4:]]",
-    'time.sleep(float(sys.argv[3]))',
+    "open(sys.argv[3] + '/opened', 'w').close()",
+    'for _ in range(6000):',
+    "    if os.path.exists(sys.argv[3] + '/go'): break",
+    '    time.sleep(0.05)',
     'res = {}',
     'for n, f in files:',
     '    try:',
@@ -61,8 +68,13 @@ async function writeLate(names: string[], from: string, to: string, delaySec: nu
     "        res[n] = 'error: ' + str(e)",
     'print(json.dumps(res))',
   ].join('\n') + '\n');
-  const out = await sh(`python3 ${script} ${from} ${to} ${delaySec} ${names.join(' ')}`, { timeout: 900_000 });
-  return new Map(Object.entries(JSON.parse(out)) as Array<[string, string]>);
+  const done = sh(`python3 ${script} ${from} ${to} ${dir} ${names.join(' ')}`, { timeout: 900_000 })
+    .then((out) => new Map(Object.entries(JSON.parse(out)) as Array<[string, string]>));
+  const opened = (async () => {
+    for (let i = 0; i < 1200 && !fs.existsSync(path.join(dir, 'opened')); i++) await Promise.race([sleep(50), done]);
+    if (!fs.existsSync(path.join(dir, 'opened'))) await done; // the opens failed: let the error show
+  })();
+  return { opened, go: () => fs.writeFileSync(path.join(dir, 'go'), ''), done };
 }
 
 t.test('200 files of mixed sizes while faults fire at random', async (t) => {
@@ -84,10 +96,11 @@ t.test('200 files of mixed sizes while faults fire at random', async (t) => {
   // their closes must fail
   const doomed = makeFiles(local, [2 * KiB, 300 * KiB, 20 * MiB]).map((n) => `z-${n}`);
   for (const n of doomed) fs.renameSync(path.join(local, n.slice(2)), path.join(local, n));
-  const writing = writeLate(doomed, local, `${m.mnt}/faulty`, 2);
-  await sleep(1000);
+  const writing = writeLate(doomed, local, `${m.mnt}/faulty`);
+  await writing.opened;
   proxy.down = true;
-  for (const [k, v] of await writing) results.set(k, v);
+  writing.go();
+  for (const [k, v] of await writing.done) results.set(k, v);
   names.push(...doomed);
   proxy.rate = 0;
   const c = s.client();
@@ -168,10 +181,13 @@ t.test('the server killed and restarted while the mount is busy: no remount need
   t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
   const names = makeFiles(local, Array.from({ length: 30 }, () => MiB));
   // half of them opened before the crash and closed while the server is down
-  const writing = Promise.all([writeAll(names.slice(0, 15), local, m.mnt, 2), writeLate(names.slice(15), local, m.mnt, 1.5)])
+  const late = writeLate(names.slice(15), local, m.mnt);
+  const writing = Promise.all([writeAll(names.slice(0, 15), local, m.mnt, 2), late.done])
     .then(([a, b]) => new Map([...a, ...b]));
+  await late.opened;
   await sleep(500);
   await s.stop('SIGKILL');
+  late.go();
   await sleep(2500);
   await s.restart();
   const results = await writing;

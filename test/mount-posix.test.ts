@@ -52,6 +52,11 @@ t.test('POSIX behaviour through the mount', async (t) => {
     const r3 = await shStatus(`ln ${M}/orig ${M}/hard`);
     t.match(r3.stderr, /Operation not permitted/, 'ln (hard link) answers EPERM');
     t.notOk(fs.existsSync(`${M}/hard`));
+    // answered in the FUSE thread (patched fuse-native): ls -l asks for these of every entry
+    t.match((await shStatus(`getfattr -n security.selinux ${M}/orig`)).stderr, /No such attribute/, 'security.* xattrs: none');
+    t.match((await shStatus(`getfattr -n system.posix_acl_access ${M}/orig`)).stderr, /No such attribute/, 'no POSIX ACLs');
+    await sh(`setfattr -n user.colour -v blue ${M}/orig`);
+    t.match(await sh(`getfattr -n user.colour ${M}/orig`), /user.colour="blue"/, 'user.* xattrs still reach the filesystem');
   });
 
   t.test('times: touch -a and -m set one time each; ctime moves on chmod and rename', async (t) => {

@@ -54,7 +54,7 @@ export const KEEP_CACHE = 0x40000000;
 /** The install-time patch marks the addon's source; the build follows it. */
 export function patched(): boolean {
   try {
-    return readFileSync(require.resolve('fuse-native/fuse-native.c'), 'utf8').includes('svcfs patch 6');
+    return readFileSync(require.resolve('fuse-native/fuse-native.c'), 'utf8').includes('svcfs patch 7');
   } catch {
     return false;
   }
