@@ -124,7 +124,15 @@ ceph-mon -c "$conf" -i a || fail "ceph-mon did not start"
 c() { timeout 20 ceph -c "$conf" "$@"; }
 for i in $(seq 100); do c mon stat >/dev/null 2>&1 && break; sleep 0.2; [ "$i" = 100 ] && fail "monitor did not answer"; done
 
-osd=$(c osd create) || fail "ceph osd create failed"
+# A monitor that has just answered can still refuse the next command (EPERM, "problem getting
+# command descriptions", its fsid not yet known to the client): try again.
+osd=""
+for try in $(seq 10); do
+  osd=$(c osd create 2>>"$dir/log/osd-create.err") && break
+  osd=""
+  sleep 0.5
+done
+[ -n "$osd" ] || fail "ceph osd create failed ($(tail -n 1 "$dir/log/osd-create.err"))"
 ceph-osd -c "$conf" -i "$osd" --mkfs >"$dir/log/mkfs-osd.out" 2>&1 || fail "ceph-osd --mkfs failed"
 # Right after the monitor starts it can refuse the OSD's crush update (EPERM): try again.
 up=0
