@@ -43,15 +43,76 @@ t.test('svcfs demo comes up, works, and Ctrl-C leaves nothing behind', async (t)
   t.equal(code, 0, 'exits 0 on Ctrl-C');
   t.notOk(mounted(mnt), 'no mount left');
   t.equal((await shStatus(`pgrep -f "${mnt}"`)).code, 1, 'no process left');
-  const again = spawn(node, [CLI, 'demo', '--data', data, '--port', '0'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.notMatch(out, /\{"level"/, 'what the demo printed is sentences, no JSON log line');
+  // a terminal's Ctrl-C reaches the whole process group
+  const again = spawn(node, [CLI, 'demo', '--data', data, '--port', '0'], { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let out2 = '';
   again.stdout!.on('data', (d) => (out2 += d));
+  again.stderr!.on('data', (d) => (out2 += d));
   for (let i = 0; i < 150 && !out2.includes('Press Ctrl-C'); i++) await sleep(100);
   t.equal(await sh(`cat ${mnt}/docs/new.txt`), 'from-test\n', 'the demo bucket is kept between runs');
   const ex2 = new Promise((r) => again.once('exit', r));
-  again.kill('SIGINT');
+  process.kill(-again.pid!, 'SIGINT');
   await ex2;
   t.notOk(mounted(mnt));
+  t.notMatch(out2, /\{"level"/, 'Ctrl-C to the process group: no JSON log line');
+  t.notMatch(out2, /without waiting for pending uploads/, 'and no warning about pending uploads when none are pending');
+});
+
+t.test('a dead mount (its process killed): mount refuses it and names the fix; unmount cleans it up and says so', async (t) => {
+  const s = await startServer(t);
+  const mnt = tmpDir('dead-mnt');
+  const cache = tmpDir('dead-cache');
+  t.teardown(async () => {
+    await forceUnmount(mnt);
+    fs.rmSync(cache, { recursive: true, force: true });
+  });
+  const args = `${node} ${CLI} mount test ${mnt} --endpoint ${s.url} -o cache_dir=${cache}`;
+  const up = await sh(`${envCreds} ${args}`);
+  t.match(up, /mounted test at /, 'mounted in the background');
+  const [, pidText, logFile] = /pid (\d+), log ([^)]+)\)/.exec(up)!;
+  const pid = Number(pidText);
+  process.kill(pid, 'SIGKILL');
+  await sleep(300);
+  const ls = await shStatus(`ls ${mnt}`);
+  t.match(ls.stderr, /Transport endpoint is not connected/, 'the mount point is dead');
+  const again = await shStatus(`${envCreds} ${args}`);
+  t.not(again.code, 0, 'svcfs mount refuses a dead mount point');
+  t.match(again.stderr, new RegExp(`dead mount .*svcfs unmount ${mnt}`), `and names the fix: ${again.stderr.trim()}`);
+  const un = await shStatus(`${node} ${CLI} unmount ${mnt}`);
+  t.equal(un.code, 0, 'svcfs unmount of the dead mount succeeds');
+  t.match(un.stdout, /was a dead mount .*unmounted it/, `and says what it did: ${un.stdout.trim()}`);
+  t.notOk(mounted(mnt), 'nothing left mounted');
+  const fresh = await sh(`${envCreds} ${args}`);
+  t.match(fresh, /mounted test at /, 'the mount point works again');
+  const fg = await shStatus(`${node} ${CLI} unmount ${mnt}`);
+  t.equal(fg.code, 0);
+  t.match(fs.readFileSync(logFile, 'utf8').split('\n')[0], /^\{"level":/, 'the background mount\'s log file holds JSON records');
+});
+
+t.test('logs on a terminal are sentences; --log-format json gives JSON', async (t) => {
+  const s = await startServer(t);
+  const run = async (extra: string) => {
+    const mnt = tmpDir('fmt-mnt');
+    const cache = tmpDir('fmt-cache');
+    const p = spawn('bash', ['-c', `${envCreds} exec ${node} ${CLI} ${extra} mount test ${mnt} --endpoint ${s.url} --foreground -o cache_dir=${cache}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    let out = '';
+    p.stderr!.on('data', (d) => (err += d));
+    p.stdout!.on('data', (d) => (out += d));
+    for (let i = 0; i < 100 && !out.includes('mounted '); i++) await sleep(100);
+    const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGTERM');
+    await exited;
+    await forceUnmount(mnt);
+    return err;
+  };
+  const human = await run('');
+  t.match(human, /^svcfs: conflict check/m, 'a sentence per line on stderr');
+  t.match(human, /^svcfs: unmounted/m);
+  t.notMatch(human, /\{"level"/, 'no JSON');
+  const json = await run('--log-format json');
+  t.match(json, /^\{"level":30,.*"msg":"conflict check"/m, '--log-format json: one JSON object per line');
 });
 
 t.test('mount -t svcfs, an fstab line, svcfs unmount', async (t) => {

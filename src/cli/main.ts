@@ -24,7 +24,8 @@ export function program(): Command {
     .description('Mount an object storage bucket as a local directory, and serve the object storage interface.')
     .showHelpAfterError('(run with --help for usage)')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace', 'info')
-    .option('--log-file <file>', 'write logs to this file instead of stderr');
+    .option('--log-file <file>', 'write logs to this file instead of stderr')
+    .addOption(new Option('--log-format <format>', 'log lines as sentences (human: the default on a terminal) or JSON objects (json: the default in a log file)').choices(['human', 'json']));
 
   p.command('serve')
     .description('run the embedded object server')
@@ -44,7 +45,7 @@ Example:
     .action(async (o) => {
       if (o.bucket.length === 0) throw new UsageError('serve needs at least one --bucket NAME');
       const g = p.opts();
-      await serve(o, makeLogger(g.logLevel, g.logFile));
+      await serve(o, makeLogger(g.logLevel, g.logFile, g.logFormat));
     });
 
   p.command('mount')
@@ -79,7 +80,7 @@ Examples:
   svcfs mount photos ~/photos --endpoint http://127.0.0.1:9000 --foreground --log-level debug`)
     .action(async (target: string, mountpoint: string, o) => {
       const g = p.opts();
-      await mountCommand(target, mountpoint, { ...o, logLevel: g.logLevel, logFile: g.logFile });
+      await mountCommand(target, mountpoint, { ...o, logLevel: g.logLevel, logFile: g.logFile, logFormat: g.logFormat });
     });
 
   p.command('demo')
@@ -90,7 +91,7 @@ Examples:
     .addHelpText('after', '\nExample:\n  svcfs demo            # then, in another terminal: ls -l mnt')
     .action((mountpoint: string, o) => {
       const g = p.opts();
-      return demo({ ...o, mountpoint }, makeLogger(g.logLevel === 'info' ? 'warn' : g.logLevel, g.logFile));
+      return demo({ ...o, mountpoint }, makeLogger(g.logLevel === 'info' ? 'warn' : g.logLevel, g.logFile, g.logFormat));
     });
 
   p.command('unmount')

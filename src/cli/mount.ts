@@ -7,7 +7,7 @@ import { dialectByName } from '../wire/dialect';
 import { SvcClient } from '../wire/client';
 import { isMounted, MountError, runMount, statusSocket } from '../fs/mount';
 import { cacheDir, loadConfig, loadCredentials, parseMountOptions, UsageError } from './config';
-import { makeLogger } from './log';
+import { LogFormat, makeLogger } from './log';
 
 export interface MountCliOptions {
   endpoint?: string;
@@ -21,6 +21,7 @@ export interface MountCliOptions {
   profile?: string;
   logLevel: string;
   logFile?: string;
+  logFormat?: LogFormat;
 }
 
 export function parseTarget(t: string): { bucket: string; prefix: string } {
@@ -58,7 +59,7 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
   const credentials = loadCredentials({ credentials: p.credentials ?? o.credentials, profile: p.profile ?? o.profile });
   const logFile = p.log_file ?? o.logFile;
   if (!o.foreground) return daemonize(target, mountpoint, { ...o, endpoint, region, dialect: dialect.name, signature }, logFile);
-  const log = makeLogger(p.log_level ?? o.logLevel, logFile);
+  const log = makeLogger(p.log_level ?? o.logLevel, logFile, o.logFormat);
   const client = new SvcClient({
     endpoint, credentials, region, dialect, signature,
     // the time budget, not a count, bounds a mount's retries (a server restart takes seconds)
@@ -133,10 +134,25 @@ export async function unmountCommand(mountpoint: string, o: { force?: boolean; t
     }
     throw new MountError(`${abs} did not unmount within ${o.timeout}s (pending uploads?); use --force to unmount anyway`);
   }
+  const dead = !pid && isDead(abs);
   try {
     execFileSync('fusermount', ['-u', abs], { stdio: 'pipe' });
   } catch {
     execFileSync('umount', ['-l', abs], { stdio: 'pipe' });
+  }
+  if (dead) {
+    process.stdout.write(`${abs} was a dead mount (its svcfs process was gone); unmounted it. ` +
+      'Writes it had not uploaded are still in its staging area and go up at the next mount of the same bucket.\n');
+  }
+}
+
+/** A FUSE mount whose process is gone answers every call with ENOTCONN. */
+function isDead(mountpoint: string): boolean {
+  try {
+    fs.statSync(mountpoint);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOTCONN';
   }
 }
 

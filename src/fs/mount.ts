@@ -71,7 +71,10 @@ function checkMountpoint(c: MountConfig): void {
   let st: fs.Stats;
   try {
     st = fs.statSync(c.mountpoint);
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOTCONN') {
+      throw new MountError(`${c.mountpoint} is a dead mount (its process is gone: "Transport endpoint is not connected"); clean it up with: svcfs unmount ${c.mountpoint}`);
+    }
     throw new MountError(`mount point ${c.mountpoint} does not exist`);
   }
   if (!st.isDirectory()) throw new MountError(`mount point ${c.mountpoint} is not a directory`);
@@ -185,8 +188,9 @@ export async function runMount(c: MountConfig): Promise<void> {
   let stopping = false;
   const stop = async (why: string, unmount: boolean) => {
     if (stopping) {
-      // asked twice: stop now; what is pending stays journaled for the next mount
-      c.log.warn('stopping without waiting for pending uploads; they stay in the journal');
+      // asked twice (Ctrl-C reaches a whole process group): stop now; what is pending stays journaled for the next mount
+      const pending = fsys.stats().pendingUploads;
+      if (pending > 0) c.log.warn({ pending }, 'stopping without waiting for pending uploads; they stay in the journal and go up at the next mount');
       if (unmount) fuse.unmount(() => process.exit(1));
       setTimeout(() => process.exit(1), 2000);
       return;

@@ -57,7 +57,7 @@ export async function startMount(t: Tap, s: MountTarget | TestServer, o: MountOp
   const options = ['cache_ttl=2', `cache_dir=${cache}`, 'retry_budget=3', ...(o.options ?? [])];
   const creds = b.creds ?? ADMIN;
   const env = { ...process.env, SVC_ACCESS_KEY_ID: creds.accessKeyId, SVC_SECRET_ACCESS_KEY: creds.secretAccessKey };
-  const proc = spawn(process.execPath, [CLI, '--log-level', 'debug', 'mount', o.target ?? b.bucket ?? 'test', mnt, '--endpoint', o.endpoint ?? s.url, '--foreground',
+  const proc = spawn(process.execPath, [CLI, '--log-level', 'debug', '--log-format', 'json', 'mount', o.target ?? b.bucket ?? 'test', mnt, '--endpoint', o.endpoint ?? s.url, '--foreground',
     '-o', options.join(','), ...(b.mountArgs ?? []), ...(o.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   proc.stderr!.on('data', (d) => logs.push(String(d)));

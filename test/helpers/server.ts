@@ -62,7 +62,7 @@ export async function startServer(t: Tap, o: { buckets?: string[]; dataDir?: str
     },
   };
   const launch = async (port: number) => {
-    const args = [CLI, 'serve', '--data', dataDir, '--port', String(port), ...buckets.flatMap((b) => ['--bucket', b]), ...(o.extraArgs ?? [])];
+    const args = [CLI, '--log-format', 'json', 'serve', '--data', dataDir, '--port', String(port), ...buckets.flatMap((b) => ['--bucket', b]), ...(o.extraArgs ?? [])];
     const env = { ...process.env };
     delete env.SVC_ACCESS_KEY_ID;
     delete env.SVC_SECRET_ACCESS_KEY;
