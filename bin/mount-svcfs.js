@@ -4,7 +4,7 @@
 // fstab lines (BUCKET /mnt/x svcfs endpoint=URL,_netdev,allow_other 0 0) call
 //   mount.svcfs SPEC DIR [-sfnv] [-o OPTIONS]
 // which runs `svcfs mount SPEC DIR -o OPTIONS` (in the background once mounted).
-// Installed through the shell wrapper bin/mount.svcfs (ln -s "$PWD/bin/mount.svcfs" /sbin/mount.svcfs).
+// Installed through the shell wrapper bin/mount.svcfs (`svcfs install-helper` links it into /sbin).
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 

@@ -244,3 +244,22 @@ t.test('a config file supplies endpoint, dialect and mount options; flags win', 
   t.equal(r.code, 2);
   t.match(r.stderr, /unknown setting "endpiont"/);
 });
+
+t.test('install-helper links mount.svcfs for mount(8) and svcfs onto the PATH; again is harmless; a file in the way is refused', async (t) => {
+  const root = tmpDir('install');
+  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }));
+  const first = await sh(`${node} ${CLI} install-helper --dir ${root}/sbin --bin ${root}/bin`);
+  t.match(first, /linked .*sbin\/mount\.svcfs -> .*bin\/mount\.svcfs/);
+  const version = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
+  t.equal((await sh(`PATH=${root}/bin:$PATH svcfs --version`)).trim(), version, 'svcfs runs from the PATH through the link');
+  t.equal(fs.realpathSync(`${root}/sbin/mount.svcfs`), path.join(ROOT, 'bin', 'mount.svcfs'), 'mount.svcfs points into this installation');
+  const help = await shStatus(`${root}/sbin/mount.svcfs`);
+  t.not(help.code, 0, 'the helper runs (and wants a source and a directory)');
+  t.match(await sh(`${node} ${CLI} install-helper --dir ${root}/sbin --bin ${root}/bin`), /already there/, 'running it again changes nothing');
+  fs.rmSync(`${root}/bin/svcfs`);
+  fs.writeFileSync(`${root}/bin/svcfs`, 'not ours');
+  const refused = await shStatus(`${node} ${CLI} install-helper --dir ${root}/sbin --bin ${root}/bin`);
+  t.equal(refused.code, 1, 'a regular file in the way is refused');
+  t.match(refused.stderr, /exists and is not a link/);
+  t.equal(fs.readFileSync(`${root}/bin/svcfs`, 'utf8'), 'not ours', 'and left alone');
+});

@@ -9,6 +9,7 @@ import { makeLogger } from './log';
 import { mountCommand, parseTarget, statusCommand, unmountCommand } from './mount';
 import { serve } from './serve';
 import { demo } from './demo';
+import { installHelper } from './install';
 
 function intArg(min: number, max: number) {
   return (v: string) => {
@@ -22,6 +23,7 @@ const collect = (v: string, prev: string[]) => [...prev, v];
 export function program(): Command {
   const p = new Command('svcfs')
     .description('Mount an object storage bucket as a local directory, and serve the object storage interface.')
+    .version((require('../../package.json') as { version: string }).version, '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace', 'info')
     .option('--log-file <file>', 'write logs to this file instead of stderr')
@@ -103,6 +105,13 @@ Examples:
     .addHelpText('after', '\nExample:\n  svcfs unmount ~/photos')
     .action((mountpoint: string, o) => unmountCommand(mountpoint, o));
 
+  p.command('install-helper')
+    .description('link mount.svcfs where mount(8) looks (for mount -t svcfs and /etc/fstab), and svcfs onto the PATH')
+    .option('--dir <dir>', 'where mount(8) looks for helpers', '/sbin')
+    .option('--bin <dir>', 'also link svcfs into this directory on the PATH (e.g. /usr/local/bin)')
+    .addHelpText('after', '\nExamples:\n  sudo svcfs install-helper\n  sudo bin/svcfs.js install-helper --bin /usr/local/bin')
+    .action((o) => installHelper(o));
+
   p.command('status')
     .description('cache, requests and pending uploads of a running mount')
     .argument('<mountpoint>')
@@ -160,6 +169,6 @@ export function main(argv: string[]): void {
     }
     const err = e as Error & { exitCode?: number };
     process.stderr.write(`svcfs: ${err.message}\n`);
-    process.exit(err instanceof UsageError ? 2 : err instanceof MountError ? err.exitCode : 1);
+    process.exit(err instanceof UsageError || err instanceof MountError ? err.exitCode : 1);
   });
 }
