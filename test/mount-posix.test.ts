@@ -4,7 +4,7 @@
 import t from 'tap';
 import * as fs from 'node:fs';
 import { sh, shStatus, sleep, startMount } from './helpers/mount';
-import { startServer } from './helpers/server';
+import { CLI, startServer } from './helpers/server';
 
 const py = (code: string) => `python3 -c '${code.replace(/'/g, `'"'"'`)}'`;
 
@@ -136,5 +136,17 @@ print(open("${M}/doc").read())`));
     t.equal(await c.head('test', 'doc.tmp'), undefined);
     const st = await m.status();
     t.equal(st.conflicts, 0, 'no conflict copies');
+  });
+
+  t.test('svcfs status: count, latency and failures of each operation', async (t) => {
+    const st = await m.status();
+    t.ok(st.operations.getattr.count > 0 && typeof st.operations.getattr.avgMs === 'number', 'getattr counted, with its latency');
+    t.ok(st.operations.write.count > 0, 'writes counted');
+    t.equal(st.operations.link.count, 1, 'the one hard link tried');
+    t.equal(st.operations.link.errors, 1, 'counted as failed (EPERM)');
+    t.equal(st.operations.getxattr?.errors ?? 0, 0, 'a missing attribute (ENODATA) is an answer, not a failure');
+    const text = await sh(`${process.execPath} ${CLI} status ${M}`);
+    t.match(text, /^operations: .*getattr \d+ \(avg [\d.]+ ms, max \d+ ms\)/m, 'the status text shows them');
+    t.match(text, /link 1 \(avg [\d.]+ ms, max \d+ ms, 1 failed\)/);
   });
 });

@@ -187,10 +187,13 @@ export async function statusCommand(mountpoint: string, o: { json?: boolean }): 
     return;
   }
   const req = Object.entries(s.requests as Record<string, number>).map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+  const ops = Object.entries((s.operations ?? {}) as Record<string, { count: number; errors: number; avgMs: number; maxMs: number }>);
+  const opLine = ops.map(([k, v]) => `${k} ${v.count} (avg ${v.avgMs} ms, max ${v.maxMs} ms${v.errors ? `, ${v.errors} failed` : ''})`).join(', ') || 'none';
   process.stdout.write([
     `${s.mountpoint}: ${s.bucket}${s.prefix ? ':' + s.prefix : ''} at ${s.endpoint} (pid ${s.pid}, up ${s.uptimeSec}s)`,
     `cache: ${s.cache.entries} entries, hit rate ${(s.cache.hitRate * 100).toFixed(1)}% (${s.cache.hits} hits, ${s.cache.misses} misses), ttl ${s.cache.ttlSec}s`,
     `requests: ${req}; retries ${s.retries}`,
+    `operations: ${opLine}`,
     `open files ${s.openFiles}; pending uploads ${s.pendingUploads} (${s.pendingBytes} bytes); uploads ${s.uploads}, failed ${s.uploadErrors}${s.lastUploadError ? ` (last: ${s.lastUploadError})` : ''}`,
     `write-back ${s.writeBackSec ? `${s.writeBackSec}s` : 'off (upload on close)'}; conflicts kept ${s.conflicts}; revalidated ${s.revalidated}; recovered at start ${s.recovered}`,
     `conflict check: ${s.conditionalWrites}${s.copyKeepsTags === false ? '; the store drops tags when a copy replaces metadata: svcfs carries them over' : ''}`,

@@ -13,7 +13,7 @@ import { ConditionalMode, describeMode, probeConditionalWrites, probeCopyKeepsTa
 import { patched, recordCallers, setFallbackCaller } from './caller';
 import { SvcFs } from './filesystem';
 import { Journal, JournalLockedError } from './journal';
-import { operations } from './ops';
+import { OpStats, operations } from './ops';
 
 // fuse-native ships no types
 // eslint-disable-next-line @typescript-eslint/no-var-requires
@@ -152,7 +152,8 @@ export async function runMount(c: MountConfig): Promise<void> {
       return (base ? base + ',' : '-o') + extra.join(',');
     }
   }
-  const fuse = new SvcFuse(c.mountpoint, operations(fsys, c.log), {
+  const opStats = new OpStats();
+  const fuse = new SvcFuse(c.mountpoint, operations(fsys, c.log, opStats), {
     timeout: TIMEOUTS, allowOther: c.allowOther, fsname: `svcfs:${c.bucket}`, subtype: 'svcfs',
     entryTimeout: ttl, attrTimeout: ttl, force: false, mkdir: false,
   });
@@ -173,6 +174,7 @@ export async function runMount(c: MountConfig): Promise<void> {
       cache: { entries: fsys.cache.size, hits, misses, hitRate: hits + misses ? hits / (hits + misses) : 0, ttlSec: c.cacheTtlSec },
       requests: Object.fromEntries([...c.client.counts].sort()),
       retries: c.client.retries,
+      operations: opStats.snapshot(),
       ...fsys.stats(),
     };
   };

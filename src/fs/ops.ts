@@ -9,14 +9,48 @@ import { SvcFs } from './filesystem';
 
 type Cb = (code: number, ...rest: any[]) => void;
 
-export function operations(fs: SvcFs, log: Logger): Record<string, (...args: any[]) => void> {
+export interface OpSummary {
+  count: number;
+  /** answers other than success, ENOENT and ENODATA (which are ordinary answers) */
+  errors: number;
+  avgMs: number;
+  maxMs: number;
+}
+
+/** Count, errors and latency of each FUSE operation, for `svcfs status`. */
+export class OpStats {
+  private readonly ops = new Map<string, { count: number; errors: number; totalMs: number; maxMs: number }>();
+
+  record(op: string, ms: number, errno = 0): void {
+    let o = this.ops.get(op);
+    if (!o) this.ops.set(op, (o = { count: 0, errors: 0, totalMs: 0, maxMs: 0 }));
+    o.count++;
+    o.totalMs += ms;
+    if (ms > o.maxMs) o.maxMs = ms;
+    if (errno < 0 && errno !== -E.ENOENT && errno !== -E.ENODATA) o.errors++;
+  }
+
+  snapshot(): Record<string, OpSummary> {
+    const out: Record<string, OpSummary> = {};
+    for (const [op, o] of [...this.ops].sort((a, b) => b[1].count - a[1].count)) {
+      out[op] = { count: o.count, errors: o.errors, avgMs: Math.round((o.totalMs / o.count) * 100) / 100, maxMs: o.maxMs };
+    }
+    return out;
+  }
+}
+
+export function operations(fs: SvcFs, log: Logger, stats = new OpStats()): Record<string, (...args: any[]) => void> {
   /** Run an operation; answer cb(0, result) or cb(-errno). */
   const run = <T>(op: string, path: string, cb: Cb, f: () => Promise<T>, ok: (r: T) => unknown[] = (r) => (r === undefined ? [] : [r])) => {
     const started = Date.now();
     f().then(
-      (r) => cb(0, ...ok(r)),
+      (r) => {
+        stats.record(op, Date.now() - started);
+        cb(0, ...ok(r));
+      },
       (e) => {
         const errno = toErrno(e);
+        stats.record(op, Date.now() - started, errno);
         if (errno !== -E.ENOENT && errno !== -E.ENODATA) log.debug({ op, path, errno, err: (e as Error).message, ms: Date.now() - started }, 'operation failed');
         cb(errno);
       },
@@ -24,9 +58,15 @@ export function operations(fs: SvcFs, log: Logger): Record<string, (...args: any
   };
   // read/write answer with a byte count where other operations answer 0
   const io = (op: string, path: string, cb: Cb, f: () => Promise<number>) => {
-    f().then((n) => cb(n), (e) => {
+    const started = Date.now();
+    f().then((n) => {
+      stats.record(op, Date.now() - started);
+      cb(n);
+    }, (e) => {
+      const errno = toErrno(e);
+      stats.record(op, Date.now() - started, errno);
       log.debug({ op, path, err: (e as Error).message }, 'operation failed');
-      cb(toErrno(e));
+      cb(errno);
     });
   };
 
