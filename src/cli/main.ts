@@ -38,6 +38,7 @@ export function program(): Command {
     .option('--bucket <name>', 'a bucket to serve (repeatable)', collect, [] as string[])
     .option('--users <file>', 'users file (default: DATA/users.json)')
     .option('--xml-namespace <uri>', 'XML namespace of response bodies')
+    .option('--metrics <[host:]port>', 'serve Prometheus metrics at /-/metrics (and /-/health) on this address (default host 127.0.0.1; off by default)')
     .addHelpText('after', `
 Credentials: SVC_ACCESS_KEY_ID and SVC_SECRET_ACCESS_KEY become a user with write access to
 every bucket; without them a user is created on first start and its keys printed once.

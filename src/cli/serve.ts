@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import type { Logger } from 'pino';
 import { SvcServer } from '../server/server';
 import { generateUser, User, Users } from '../server/users';
+import { UsageError } from './config';
 
 export interface ServeCliOptions {
   data: string;
@@ -13,6 +14,16 @@ export interface ServeCliOptions {
   bucket: string[];
   users?: string;
   xmlNamespace?: string;
+  /** [HOST:]PORT for /-/metrics and /-/health */
+  metrics?: string;
+}
+
+/** `9100`, `0.0.0.0:9100` or `[::1]:9100` (the host defaults to 127.0.0.1). */
+export function parseListen(v: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]:|([^:]+):)?(\d{1,5})$/.exec(v);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new UsageError(`--metrics wants [HOST:]PORT, got "${v}"`);
+  return { host: m[1] ?? m[2] ?? '127.0.0.1', port };
 }
 
 /** Users: the given file, else `<data>/users.json`; the environment's keys become the first user. */
@@ -42,10 +53,11 @@ export async function serve(o: ServeCliOptions, log: Logger): Promise<SvcServer>
   const users = loadServerUsers(o, (s) => process.stdout.write(s));
   const server = new SvcServer({
     dataDir: o.data, host: o.host, port: o.port, region: o.region, buckets: o.bucket, users, logger: log,
-    xmlNamespace: o.xmlNamespace,
+    xmlNamespace: o.xmlNamespace, metrics: o.metrics ? parseListen(o.metrics) : undefined,
   });
   const url = await server.listen();
   process.stdout.write(`listening on ${url}\n`);
+  if (server.metricsUrl) process.stdout.write(`metrics on ${server.metricsUrl}/-/metrics, health on ${server.metricsUrl}/-/health\n`);
   let stopping = false;
   const stop = (sig: string) => {
     if (stopping) return;

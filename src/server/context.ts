@@ -23,6 +23,8 @@ export interface ServerConfig {
 }
 
 export interface Ctx {
+  /** the operation (S3's name), once the request is routed: labels metrics */
+  op?: string;
   req: IncomingMessage;
   res: ServerResponse;
   requestId: string;

@@ -10,6 +10,7 @@ import { bucketLocation, deleteObjects, headBucket, listBuckets, listObjects } f
 import { Ctx, sendError, ServerConfig } from './context';
 import { abortUpload, completeUpload, createUpload, listParts, listUploads, uploadPart } from './multipart';
 import { deleteObject, deleteTagging, getObject, getTagging, putObject, putTagging } from './objects';
+import { Metrics, metricsServer } from './metrics';
 import { Store } from './store';
 import { Users } from './users';
 
@@ -24,6 +25,8 @@ export interface ServeOptions {
   xmlNamespace?: string;
   minPartSize?: number;
   maxPutSize?: number;
+  /** where to serve /-/metrics and /-/health (off when absent) */
+  metrics?: { host: string; port: number };
 }
 
 const MiB = 1024 * 1024;
@@ -49,6 +52,11 @@ export class SvcServer {
   readonly cfg: ServerConfig;
   private readonly auth: Authenticator;
   private readonly http: http.Server;
+  readonly metrics: Metrics;
+  private metricsHttp?: http.Server;
+  private readonly socketBytes = new WeakMap<import('node:net').Socket, { read: number; written: number }>();
+  /** where /-/metrics and /-/health are served, when asked for */
+  metricsUrl?: string;
   private readonly log: Logger;
   private seq = 0;
   private readonly idBase = BigInt(Date.now()) * 1000000n;
@@ -73,6 +81,7 @@ export class SvcServer {
       maxMetaBytes: 2048,
     };
     this.auth = new Authenticator(opts.users);
+    this.metrics = new Metrics();
     this.http = http.createServer({ keepAlive: true, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, (req, res) => {
       void this.handle(req, res);
     });
@@ -82,17 +91,27 @@ export class SvcServer {
 
   async listen(): Promise<string> {
     const host = this.opts.host ?? '127.0.0.1';
-    await new Promise<void>((ok, ko) => {
-      this.http.once('error', ko);
-      this.http.listen(this.opts.port ?? 9000, host, () => ok());
-    });
-    const a = this.http.address() as import('node:net').AddressInfo;
-    this.url = `http://${host.includes(':') ? `[${host}]` : host}:${a.port}`;
+    this.url = await listenOn(this.http, host, this.opts.port ?? 9000);
+    if (this.opts.metrics) {
+      this.metricsHttp = metricsServer(this.metrics, () => this.healthy());
+      this.metricsUrl = await listenOn(this.metricsHttp, this.opts.metrics.host, this.opts.metrics.port);
+    }
     return this.url;
+  }
+
+  /** The index answers a query: the server can serve. */
+  healthy(): boolean {
+    try {
+      this.store.db.prepare('SELECT 1').get();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Stop accepting, let in-flight requests finish (up to `graceMs`), then close the index. */
   async close(graceMs = 10_000): Promise<void> {
+    this.metricsHttp?.close();
     const closed = new Promise<void>((ok) => this.http.close(() => ok()));
     this.http.closeIdleConnections();
     const deadline = Date.now() + graceMs;
@@ -108,8 +127,23 @@ export class SvcServer {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const started = process.hrtime.bigint();
+    if (req.url === '/-/health' && req.method === 'GET') {
+      // for load balancers and orchestrators: no signature needed, nothing about the data told
+      const ok = this.healthy();
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ok' : 'unavailable' }) + '\n');
+      return;
+    }
     const requestId = this.nextId();
     this.inflight++;
+    res.once('close', () => {
+      // a keep-alive connection carries one request at a time: its bytes since the previous answer are this request's
+      const sock = req.socket;
+      const last = this.socketBytes.get(sock) ?? { read: 0, written: 0 };
+      const now = { read: sock.bytesRead, written: sock.bytesWritten };
+      this.socketBytes.set(sock, now);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.metrics.observe(ctx.op, req, res.statusCode, seconds, now.read - last.read, now.written - last.written);
+    });
     // raw UTF-8 in header values (as Go and Java SDKs and curl send metadata): back to the text that was signed
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') req.headers[k] = utf8FromLatin1(v);
     const rawUrl = req.url ?? '/';
@@ -135,7 +169,9 @@ export class SvcServer {
       const rawQuery = qAt < 0 ? '' : rawUrl.slice(qAt + 1);
       ctx.auth = this.auth.begin({ method: req.method ?? 'GET', rawPath, decodedPath, query, rawQuery, headers: req.headers, now: Date.now() });
       ctx.dialect = ctx.auth.dialect;
-      await this.route(ctx);
+      const [op, run] = this.dispatch(ctx);
+      ctx.op = op;
+      await run();
     } catch (e) {
       const err = e instanceof SvcError ? e : new SvcError('InternalError', 'We encountered an internal error. Please try again.');
       if (!(e instanceof SvcError)) this.log.error({ err: e, requestId }, 'internal error');
@@ -148,11 +184,12 @@ export class SvcServer {
     }
   }
 
-  private async route(ctx: Ctx): Promise<void> {
+  /** Which operation a request is, and the handler that serves it (the name labels metrics). */
+  private dispatch(ctx: Ctx): [string, () => void | Promise<void>] {
     const m = ctx.req.method;
     const q = ctx.query;
     if (ctx.bucket === '') {
-      if (m === 'GET') return listBuckets(ctx);
+      if (m === 'GET') return ['ListBuckets', () => listBuckets(ctx)];
       throw new SvcError('MethodNotAllowed', 'The specified method is not allowed against this resource.');
     }
     if (!this.cfg.buckets.has(ctx.bucket)) {
@@ -162,16 +199,16 @@ export class SvcServer {
     if (ctx.key === '') {
       switch (m) {
         case 'GET':
-          if (q.has('location')) return bucketLocation(ctx);
-          if (q.has('uploads')) return listUploads(ctx);
+          if (q.has('location')) return ['GetBucketLocation', () => bucketLocation(ctx)];
+          if (q.has('uploads')) return ['ListMultipartUploads', () => listUploads(ctx)];
           for (const sub of ['versioning', 'acl', 'policy', 'lifecycle', 'cors', 'tagging', 'versions', 'website', 'logging', 'notification', 'encryption']) {
             if (q.has(sub)) throw new SvcError('NotImplemented', `?${sub} is not implemented`);
           }
-          return listObjects(ctx);
+          return ['ListObjects', () => listObjects(ctx)];
         case 'HEAD':
-          return headBucket(ctx);
+          return ['HeadBucket', () => headBucket(ctx)];
         case 'POST':
-          if (q.has('delete')) return deleteObjects(ctx);
+          if (q.has('delete')) return ['DeleteObjects', () => deleteObjects(ctx)];
           break;
         case 'PUT':
           throw new SvcError('BucketAlreadyOwnedByYou', 'Your previous request to create the named bucket succeeded and you already own it.');
@@ -182,26 +219,36 @@ export class SvcServer {
     }
     switch (m) {
       case 'GET':
-        if (q.has('tagging')) return getTagging(ctx);
-        if (q.has('uploadId')) return listParts(ctx);
+        if (q.has('tagging')) return ['GetObjectTagging', () => getTagging(ctx)];
+        if (q.has('uploadId')) return ['ListParts', () => listParts(ctx)];
         if (q.has('acl')) throw new SvcError('NotImplemented', 'ACL management is not implemented');
-        return getObject(ctx, false);
+        return ['GetObject', () => getObject(ctx, false)];
       case 'HEAD':
-        return getObject(ctx, true);
+        return ['HeadObject', () => getObject(ctx, true)];
       case 'PUT':
-        if (q.has('tagging')) return putTagging(ctx);
-        if (q.has('uploadId') || q.has('partNumber')) return uploadPart(ctx);
+        if (q.has('tagging')) return ['PutObjectTagging', () => putTagging(ctx)];
+        if (q.has('uploadId') || q.has('partNumber')) return ['UploadPart', () => uploadPart(ctx)];
         if (q.has('acl')) throw new SvcError('NotImplemented', 'ACL management is not implemented');
-        return putObject(ctx);
+        return ['PutObject', () => putObject(ctx)];
       case 'DELETE':
-        if (q.has('tagging')) return deleteTagging(ctx);
-        if (q.has('uploadId')) return abortUpload(ctx);
-        return deleteObject(ctx);
+        if (q.has('tagging')) return ['DeleteObjectTagging', () => deleteTagging(ctx)];
+        if (q.has('uploadId')) return ['AbortMultipartUpload', () => abortUpload(ctx)];
+        return ['DeleteObject', () => deleteObject(ctx)];
       case 'POST':
-        if (q.has('uploads')) return createUpload(ctx);
-        if (q.has('uploadId')) return completeUpload(ctx);
+        if (q.has('uploads')) return ['CreateMultipartUpload', () => createUpload(ctx)];
+        if (q.has('uploadId')) return ['CompleteMultipartUpload', () => completeUpload(ctx)];
         break;
     }
     throw new SvcError('MethodNotAllowed', 'The specified method is not allowed against this resource.');
   }
+}
+
+/** Listen and answer with the URL (a port 0 becomes the one chosen). */
+async function listenOn(server: http.Server, host: string, port: number): Promise<string> {
+  await new Promise<void>((ok, ko) => {
+    server.once('error', ko);
+    server.listen(port, host, () => ok());
+  });
+  const a = server.address() as import('node:net').AddressInfo;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${a.port}`;
 }

@@ -18,6 +18,8 @@ export interface TestServer {
   dataDir: string;
   proc: ChildProcess;
   logs: string[];
+  /** everything the server printed on stdout */
+  stdout: string;
   client(o?: { dialect?: Dialect; creds?: typeof ADMIN; signature?: 'v4' | 'v2' }): SvcClient;
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** start again on the same data directory and port */
@@ -45,7 +47,7 @@ export async function startServer(t: Tap, o: { buckets?: string[]; dataDir?: str
   const buckets = o.buckets ?? ['test', 'other'];
   const clients: SvcClient[] = [];
   const s: TestServer = {
-    url: '', port: 0, dataDir, proc: undefined as never, logs: [],
+    url: '', port: 0, dataDir, proc: undefined as never, logs: [], stdout: '',
     client: (c = {}) => {
       const cl = new SvcClient({ endpoint: s.url, credentials: c.creds ?? ADMIN, dialect: c.dialect ?? SVC, signature: c.signature, maxAttempts: 1 });
       clients.push(cl);
@@ -73,6 +75,7 @@ export async function startServer(t: Tap, o: { buckets?: string[]; dataDir?: str
       let out = '';
       proc.stdout!.on('data', (d) => {
         out += d;
+        s.stdout += d;
         const m = /listening on (\S+)/.exec(out);
         if (m) ok(m[1]);
       });
