@@ -53,3 +53,33 @@ t.test('without --metrics there is no metrics listener, and a bad address is a u
   t.equal(r.status, 2);
   t.match(r.stderr, /--metrics wants \[HOST:\]PORT/);
 });
+
+t.test('HTTPS: serve with --tls-cert/--tls-key; curl, the client and a mount trust it with --ca; without it a clear error', async (t) => {
+  const { tmpDir, CLI } = await import('./helpers/server');
+  const { sh, shStatus, startMount } = await import('./helpers/mount');
+  const fs = await import('node:fs');
+  const dir = tmpDir('tls');
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  await sh(`openssl req -x509 -newkey rsa:2048 -nodes -keyout ${dir}/key.pem -out ${dir}/cert.pem -days 2 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>/dev/null`);
+  const s = await startServer(t, { extraArgs: ['--tls-cert', `${dir}/cert.pem`, '--tls-key', `${dir}/key.pem`] });
+  t.match(s.url, /^https:\/\//, 'the server says https');
+  const { SvcClient } = await import('../src/wire/client');
+  const c = new SvcClient({ endpoint: s.url, credentials: ADMIN, ca: fs.readFileSync(`${dir}/cert.pem`), maxAttempts: 1 });
+  t.teardown(() => c.close());
+  await c.put('test', 'secure.txt', 'over TLS');
+  t.equal((await c.getBuffer('test', 'secure.txt')).toString(), 'over TLS', 'the client with the CA');
+  const curl = await sh(`curl -sf --cacert ${dir}/cert.pem --aws-sigv4 svc:svc:us-east-1:s3 --user ${ADMIN.accessKeyId}:${ADMIN.secretAccessKey} ${s.url}/test/secure.txt`);
+  t.equal(curl, 'over TLS', 'curl with --cacert');
+  const plain = await shStatus(`curl -sf --aws-sigv4 svc:svc:us-east-1:s3 --user ${ADMIN.accessKeyId}:${ADMIN.secretAccessKey} ${s.url}/test/secure.txt`);
+  t.not(plain.code, 0, 'curl without the CA refuses the self-signed server');
+  const m = await startMount(t, s, { args: ['--ca', `${dir}/cert.pem`] });
+  await sh(`echo mounted-over-tls > ${m.mnt}/via-mount.txt`);
+  t.equal((await c.getBuffer('test', 'via-mount.txt')).toString(), 'mounted-over-tls\n', 'a mount with --ca writes over HTTPS');
+  const mnt2 = tmpDir('tls-mnt');
+  const bad = await shStatus(`SVC_ACCESS_KEY_ID=${ADMIN.accessKeyId} SVC_SECRET_ACCESS_KEY=${ADMIN.secretAccessKey} ${process.execPath} ${CLI} mount test ${mnt2} --endpoint ${s.url} -o cache_dir=${dir}/c2`);
+  t.not(bad.code, 0, 'a mount without --ca fails');
+  t.match(bad.stderr, /certificate.*--ca FILE/, `and says how to trust the server: ${bad.stderr.trim()}`);
+  const half = await shStatus(`${process.execPath} ${CLI} serve --data ${dir}/d2 --bucket test --tls-cert ${dir}/cert.pem`);
+  t.equal(half.code, 2, 'a certificate without its key is a usage error');
+  t.match(half.stderr, /both --tls-cert and --tls-key/);
+});

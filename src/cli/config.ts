@@ -69,6 +69,8 @@ export interface FileConfig {
   signature?: string;
   /** mount options, as for -o */
   options?: string;
+  /** PEM certificates to trust for an https:// endpoint */
+  ca?: string;
 }
 
 /**
@@ -83,7 +85,7 @@ export function loadConfig(o: { config?: string; profile?: string }): FileConfig
     return {};
   }
   const sec = parseIni(fs.readFileSync(file, 'utf8'))[o.profile ?? 'default'] ?? {};
-  const known = new Set(['endpoint', 'region', 'dialect', 'signature', 'options']);
+  const known = new Set(['endpoint', 'region', 'dialect', 'signature', 'options', 'ca']);
   for (const k of Object.keys(sec)) if (!known.has(k)) throw new UsageError(`${file}: unknown setting "${k}" (known: ${[...known].join(', ')})`);
   return sec;
 }
@@ -100,12 +102,12 @@ export interface MountOpts {
   retryBudget?: number;
   writeBack?: number;
   conflictCheck: 'on' | 'head' | 'off';
-  /** options for fstab/mount(8) that mount.svcfs handles: endpoint=, region=, dialect=, profile=, credentials= */
+  /** options for fstab/mount(8) that mount.svcfs handles: endpoint=, region=, dialect=, profile=, credentials=, ca= */
   passthrough: Record<string, string>;
 }
 
 const FLAGS = new Set(['allow_other', 'ro', 'rw', 'nonempty', '_netdev', 'auto', 'noauto', 'user', 'nouser', 'defaults', 'exec', 'noexec', 'suid', 'nosuid', 'dev', 'nodev', 'atime', 'noatime', 'relatime']);
-const PASSTHROUGH = new Set(['endpoint', 'region', 'dialect', 'profile', 'credentials', 'log_file', 'log_level', 'signature']);
+const PASSTHROUGH = new Set(['endpoint', 'region', 'dialect', 'profile', 'credentials', 'log_file', 'log_level', 'signature', 'ca']);
 
 /** `-o a,b=c` strings (repeatable) in the usual FUSE style. */
 export function parseMountOptions(list: string[]): MountOpts {

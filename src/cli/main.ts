@@ -38,6 +38,8 @@ export function program(): Command {
     .option('--bucket <name>', 'a bucket to serve (repeatable)', collect, [] as string[])
     .option('--users <file>', 'users file (default: DATA/users.json)')
     .option('--xml-namespace <uri>', 'XML namespace of response bodies')
+    .option('--tls-cert <file>', 'serve HTTPS: the certificate chain (PEM); needs --tls-key')
+    .option('--tls-key <file>', 'the private key (PEM) of --tls-cert')
     .option('--metrics <[host:]port>', 'serve Prometheus metrics at /-/metrics (and /-/health) on this address (default host 127.0.0.1; off by default)')
     .addHelpText('after', `
 Credentials: SVC_ACCESS_KEY_ID and SVC_SECRET_ACCESS_KEY become a user with write access to
@@ -64,11 +66,12 @@ Example:
     .option('-o <options>', 'mount options, comma-separated (repeatable)', collect, [] as string[])
     .option('--credentials <file>', 'credentials file (default ~/.config/svcfs/credentials, mode 600)')
     .option('--profile <name>', 'profile in the credentials file', undefined)
+    .option('--ca <file>', 'PEM certificates to trust for an https:// endpoint (a private CA or a self-signed server)')
     .addHelpText('after', `
 Mount options (-o): allow_other, ro, uid=N, gid=N, umask=022, cache_ttl=SECONDS (30),
   cache_dir=DIR (~/.cache/svcfs), retry_budget=SECONDS (60), write_back=SECONDS (off),
   conflict_check=on|head|off (on: conditional uploads; head: compare ETags first), nonempty,
-  and for mount(8)/fstab: endpoint=URL, region=R, dialect=svc|aws, profile=P, credentials=FILE
+  and for mount(8)/fstab: endpoint=URL, region=R, dialect=svc|aws, profile=P, credentials=FILE, ca=FILE
 
 Config file (~/.config/svcfs/config, one [section] per profile), defaults that flags override:
   [default]

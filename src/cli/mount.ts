@@ -19,6 +19,7 @@ export interface MountCliOptions {
   o: string[];
   credentials?: string;
   profile?: string;
+  ca?: string;
   logLevel: string;
   logFile?: string;
   logFormat?: LogFormat;
@@ -58,10 +59,17 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
   if (signature !== 'v4' && signature !== 'v2') throw new UsageError('--signature must be v4 or v2');
   const credentials = loadCredentials({ credentials: p.credentials ?? o.credentials, profile: p.profile ?? o.profile });
   const logFile = p.log_file ?? o.logFile;
-  if (!o.foreground) return daemonize(target, mountpoint, { ...o, endpoint, region, dialect: dialect.name, signature }, logFile);
+  const caFile = p.ca ?? o.ca ?? cfg.ca;
+  let ca: Buffer | undefined;
+  try {
+    ca = caFile ? fs.readFileSync(caFile) : undefined;
+  } catch (e) {
+    throw new UsageError(`cannot read the CA file ${caFile}: ${(e as Error).message}`);
+  }
+  if (!o.foreground) return daemonize(target, mountpoint, { ...o, endpoint, region, dialect: dialect.name, signature, ca: caFile && path.resolve(caFile) }, logFile);
   const log = makeLogger(p.log_level ?? o.logLevel, logFile, o.logFormat);
   const client = new SvcClient({
-    endpoint, credentials, region, dialect, signature,
+    endpoint, credentials, region, dialect, signature, ca,
     // the time budget, not a count, bounds a mount's retries (a server restart takes seconds)
     retryBudgetMs: (opts.retryBudget ?? 60) * 1000, maxAttempts: 1000,
     onRetry: (op, attempt, err) => log.warn({ op, attempt, err: (err as Error).message }, 'retrying'),
@@ -85,6 +93,7 @@ async function daemonize(target: string, mountpoint: string, o: MountCliOptions,
   if (o.endpoint) args.push('--endpoint', o.endpoint);
   if (o.credentials) args.push('--credentials', o.credentials);
   if (o.profile) args.push('--profile', o.profile);
+  if (o.ca) args.push('--ca', o.ca);
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
   let out = '';
   let err = '';

@@ -16,6 +16,22 @@ export interface ServeCliOptions {
   xmlNamespace?: string;
   /** [HOST:]PORT for /-/metrics and /-/health */
   metrics?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+}
+
+/** --tls-cert and --tls-key, both or neither, read now so that a wrong path fails at start. */
+function loadTls(o: ServeCliOptions): { cert: Buffer; key: Buffer } | undefined {
+  if (!o.tlsCert && !o.tlsKey) return undefined;
+  if (!o.tlsCert || !o.tlsKey) throw new UsageError('HTTPS needs both --tls-cert and --tls-key');
+  const read = (f: string, what: string) => {
+    try {
+      return fs.readFileSync(f);
+    } catch (e) {
+      throw new UsageError(`cannot read the ${what} ${f}: ${(e as Error).message}`);
+    }
+  };
+  return { cert: read(o.tlsCert, 'certificate'), key: read(o.tlsKey, 'key') };
 }
 
 /** `9100`, `0.0.0.0:9100` or `[::1]:9100` (the host defaults to 127.0.0.1). */
@@ -53,7 +69,7 @@ export async function serve(o: ServeCliOptions, log: Logger): Promise<SvcServer>
   const users = loadServerUsers(o, (s) => process.stdout.write(s));
   const server = new SvcServer({
     dataDir: o.data, host: o.host, port: o.port, region: o.region, buckets: o.bucket, users, logger: log,
-    xmlNamespace: o.xmlNamespace, metrics: o.metrics ? parseListen(o.metrics) : undefined,
+    xmlNamespace: o.xmlNamespace, metrics: o.metrics ? parseListen(o.metrics) : undefined, tls: loadTls(o),
   });
   const url = await server.listen();
   process.stdout.write(`listening on ${url}\n`);

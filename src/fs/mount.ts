@@ -95,7 +95,9 @@ export async function checkBucket(client: SvcClient, endpoint: string, bucket: s
       if (e.code === 'AccessDenied') throw new MountError(`access to bucket "${bucket}" is denied for these keys`);
       throw new MountError(`${endpoint}: ${e.code}: ${e.message}`);
     }
-    throw new MountError(`cannot reach ${endpoint}: ${(e as Error).message || (e as Error).name}`);
+    const why = (e as Error).message || (e as Error).name;
+    const hint = /certificate|CERT_|self.signed/i.test(why) ? ' (to trust a private CA or a self-signed server, pass its certificate with --ca FILE, or -o ca=FILE)' : '';
+    throw new MountError(`cannot reach ${endpoint}: ${why}${hint}`);
   }
 }
 

@@ -1,6 +1,7 @@
 // `svcfs serve`: the embedded object server. Parses each request, authenticates
 // it and routes it to the operation; answers every refusal with S3's XML error.
 import * as http from 'node:http';
+import * as https from 'node:https';
 import type { Logger } from 'pino';
 import { SvcError } from '../wire/errors';
 import { utf8FromLatin1 } from '../wire/headertext';
@@ -27,6 +28,8 @@ export interface ServeOptions {
   maxPutSize?: number;
   /** where to serve /-/metrics and /-/health (off when absent) */
   metrics?: { host: string; port: number };
+  /** serve HTTPS with this certificate chain and key (PEM) */
+  tls?: { cert: Buffer; key: Buffer };
 }
 
 const MiB = 1024 * 1024;
@@ -82,16 +85,16 @@ export class SvcServer {
     };
     this.auth = new Authenticator(opts.users);
     this.metrics = new Metrics();
-    this.http = http.createServer({ keepAlive: true, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, (req, res) => {
-      void this.handle(req, res);
-    });
+    const serverOpts = { keepAlive: true, requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 };
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => void this.handle(req, res);
+    this.http = opts.tls ? https.createServer({ ...serverOpts, cert: opts.tls.cert, key: opts.tls.key }, handler) : http.createServer(serverOpts, handler);
     // Node answers 417 to an Expect other than 100-continue unless told otherwise; S3 ignores it.
     this.http.on('checkExpectation', (req, res) => void this.handle(req, res));
   }
 
   async listen(): Promise<string> {
     const host = this.opts.host ?? '127.0.0.1';
-    this.url = await listenOn(this.http, host, this.opts.port ?? 9000);
+    this.url = await listenOn(this.http, host, this.opts.port ?? 9000, this.opts.tls ? 'https' : 'http');
     if (this.opts.metrics) {
       this.metricsHttp = metricsServer(this.metrics, () => this.healthy());
       this.metricsUrl = await listenOn(this.metricsHttp, this.opts.metrics.host, this.opts.metrics.port);
@@ -244,11 +247,11 @@ export class SvcServer {
 }
 
 /** Listen and answer with the URL (a port 0 becomes the one chosen). */
-async function listenOn(server: http.Server, host: string, port: number): Promise<string> {
+async function listenOn(server: http.Server, host: string, port: number, scheme = 'http'): Promise<string> {
   await new Promise<void>((ok, ko) => {
     server.once('error', ko);
     server.listen(port, host, () => ok());
   });
   const a = server.address() as import('node:net').AddressInfo;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${a.port}`;
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${a.port}`;
 }

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { Readable } from 'node:stream';
+import * as tls from 'node:tls';
 import { Agent, Dispatcher } from 'undici';
 import { Dialect, SVC, UNSIGNED_PAYLOAD, EMPTY_SHA256 } from './dialect';
 import { SvcError } from './errors';
@@ -14,6 +15,8 @@ import { buildXml, parseXml, textOf } from './xml';
 
 export interface ClientOptions {
   endpoint: string;
+  /** PEM certificates to trust for https:// endpoints, besides Node's bundled roots (a private CA, a self-signed server) */
+  ca?: string | Buffer;
   credentials?: Credentials;
   region?: string;
   dialect?: Dialect;
@@ -197,6 +200,7 @@ export class SvcClient {
       keepAliveTimeout: 30_000,
       headersTimeout: opts.headersTimeoutMs ?? 60_000,
       bodyTimeout: opts.bodyTimeoutMs ?? 60_000,
+      ...(opts.ca ? { connect: { ca: [...tls.rootCertificates, opts.ca.toString()] } } : {}),
     });
   }
 
