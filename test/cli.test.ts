@@ -73,7 +73,14 @@ t.test('a dead mount (its process killed): mount refuses it and names the fix; u
   const [, pidText, logFile] = /pid (\d+), log ([^)]+)\)/.exec(up)!;
   const pid = Number(pidText);
   process.kill(pid, 'SIGKILL');
-  await sleep(300);
+  for (let i = 0; i < 50; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      break;
+    }
+    await sleep(100);
+  }
   const ls = await shStatus(`ls ${mnt}`);
   t.match(ls.stderr, /Transport endpoint is not connected/, 'the mount point is dead');
   const again = await shStatus(`${envCreds} ${args}`);
@@ -182,7 +189,7 @@ t.test('errors: a clear message and a non-zero exit code', async (t) => {
     ['presign expiry zero', `${envCreds} ${node} ${CLI} presign GET test/k --endpoint ${s.url} --expires 0`, /from 1 to 604800/, 2],
     ['presign bad method', `${envCreds} ${node} ${CLI} presign POST test/k --endpoint ${s.url}`, /Allowed choices are GET, PUT, HEAD, DELETE/, 2],
     ['presign without key', `${envCreds} ${node} ${CLI} presign GET test --endpoint ${s.url}`, /BUCKET\/KEY/, 2],
-    ['serve without bucket', `${node} ${CLI} serve --data ${tmpDir('d')}`, /at least one --bucket/, 2],
+    ['serve without bucket', `${node} ${CLI} serve --data ${tmpDir('d')}`, /serve needs a bucket: --bucket NAME/, 2],
     ['status of a non-mount', `${node} ${CLI} status ${empty}`, /not an svcfs mount/, 1],
     ['unmount of a non-mount', `${node} ${CLI} unmount ${empty}`, /is not mounted/, 1],
   ];

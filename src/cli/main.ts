@@ -10,6 +10,7 @@ import { mountCommand, parseTarget, statusCommand, unmountCommand } from './moun
 import { serve } from './serve';
 import { demo } from './demo';
 import { installHelper } from './install';
+import { bucketAdd, bucketRemove, loadBuckets, userAdd, userList, userRemove, userRotate } from '../server/admin';
 
 function intArg(min: number, max: number) {
   return (v: string) => {
@@ -20,6 +21,52 @@ function intArg(min: number, max: number) {
 
 const collect = (v: string, prev: string[]) => [...prev, v];
 
+/** `svcfs serve user ...` and `svcfs serve bucket ...`: --data is parsed by `serve` itself. */
+function adminCommands(serveCmd: Command): void {
+  const data = (cmd: Command) => (cmd.optsWithGlobals() as { data: string }).data;
+  const user = serveCmd.command('user').description('the users of a server: keys and per-bucket permissions');
+  user.command('add')
+    .description('create a user and print its keys (once)')
+    .argument('<name>')
+    .option('--read <buckets>', 'buckets it may read, comma-separated, or * (writing implies reading)', '')
+    .option('--write <buckets>', 'buckets it may write, comma-separated, or *', '')
+    .addHelpText('after', '\nExample:\n  svcfs serve user add alice --write photos --read backup --data /var/lib/svcfs')
+    .action((name: string, o, cmd: Command) => {
+      const u = userAdd(data(cmd), name, o);
+      process.stdout.write(`created user "${u.name}" (reads: ${u.read.join(',') || '-'}; writes: ${u.write.join(',') || '-'}):\n  SVC_ACCESS_KEY_ID=${u.accessKeyId}\n  SVC_SECRET_ACCESS_KEY=${u.secretAccessKey}\n`);
+    });
+  user.command('list')
+    .description('users, their access key IDs and permissions (never the secrets)')
+    .action((_o, cmd: Command) => {
+      for (const u of userList(data(cmd))) process.stdout.write(`${u.name}\t${u.accessKeyId}\treads ${u.read.join(',') || '-'}\twrites ${u.write.join(',') || '-'}\n`);
+    });
+  user.command('remove')
+    .description('delete a user; its keys stop working')
+    .argument('<name>')
+    .action((name: string, _o, cmd: Command) => {
+      userRemove(data(cmd), name);
+      process.stdout.write(`removed user "${name}"\n`);
+    });
+  user.command('rotate')
+    .description('give a user new keys (printed once); the old ones stop working')
+    .argument('<name>')
+    .action((name: string, _o, cmd: Command) => {
+      const u = userRotate(data(cmd), name);
+      process.stdout.write(`new keys for "${u.name}":\n  SVC_ACCESS_KEY_ID=${u.accessKeyId}\n  SVC_SECRET_ACCESS_KEY=${u.secretAccessKey}\n`);
+    });
+  const bucket = serveCmd.command('bucket').description('the buckets of a server');
+  bucket.command('add').description('create a bucket').argument('<name>').action((name: string, _o, cmd: Command) => {
+    process.stdout.write(bucketAdd(data(cmd), name) ? `created bucket "${name}"\n` : `bucket "${name}" exists\n`);
+  });
+  bucket.command('list').description('the buckets').action((_o, cmd: Command) => {
+    for (const b of loadBuckets(data(cmd))) process.stdout.write(`${b}\n`);
+  });
+  bucket.command('remove').description('delete an empty bucket').argument('<name>').action((name: string, _o, cmd: Command) => {
+    bucketRemove(data(cmd), name);
+    process.stdout.write(`removed bucket "${name}"\n`);
+  });
+}
+
 export function program(): Command {
   const p = new Command('svcfs')
     .description('Mount an object storage bucket as a local directory, and serve the object storage interface.')
@@ -29,7 +76,7 @@ export function program(): Command {
     .option('--log-file <file>', 'write logs to this file instead of stderr')
     .addOption(new Option('--log-format <format>', 'log lines as sentences (human: the default on a terminal) or JSON objects (json: the default in a log file)').choices(['human', 'json']));
 
-  p.command('serve')
+  const serveCmd = p.command('serve')
     .description('run the embedded object server')
     .requiredOption('--data <dir>', 'data directory (index and blobs)')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
@@ -45,13 +92,18 @@ export function program(): Command {
 Credentials: SVC_ACCESS_KEY_ID and SVC_SECRET_ACCESS_KEY become a user with write access to
 every bucket; without them a user is created on first start and its keys printed once.
 
-Example:
-  svcfs serve --data /var/lib/svcfs --bucket photos --bucket backup --port 9000`)
+Users and buckets (kept in the data directory; a running server picks up changes):
+  svcfs serve user add|list|remove|rotate ... --data DIR
+  svcfs serve bucket add|list|remove ... --data DIR
+
+Examples:
+  svcfs serve --data /var/lib/svcfs --bucket photos --bucket backup --port 9000
+  svcfs serve --data /var/lib/svcfs --host 0.0.0.0 --tls-cert cert.pem --tls-key key.pem --metrics 9100`)
     .action(async (o) => {
-      if (o.bucket.length === 0) throw new UsageError('serve needs at least one --bucket NAME');
       const g = p.opts();
       await serve(o, makeLogger(g.logLevel, g.logFile, g.logFormat));
     });
+  adminCommands(serveCmd);
 
   p.command('mount')
     .description('mount BUCKET (or a PREFIX inside it) at MOUNTPOINT')

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Logger } from 'pino';
 import { SvcServer } from '../server/server';
+import { bucketsFile, loadBuckets, saveBuckets } from '../server/admin';
 import { generateUser, User, Users } from '../server/users';
 import { UsageError } from './config';
 
@@ -42,6 +43,35 @@ export function parseListen(v: string): { host: string; port: number } {
   return { host: m[1] ?? m[2] ?? '127.0.0.1', port };
 }
 
+/**
+ * Users and buckets are changed by `svcfs serve user|bucket ...` while the
+ * server runs: reload each file when it changes (a bad file is logged and the
+ * previous contents stay in force).
+ */
+function watchAdminFiles(o: ServeCliOptions, server: SvcServer, log: Logger): void {
+  const usersFile = o.users ?? path.join(o.data, 'users.json');
+  const watch = (file: string, what: string, apply: () => number) => {
+    fs.watchFile(file, { interval: 500 }, (cur, prev) => {
+      if (cur.mtimeMs === prev.mtimeMs && cur.ino === prev.ino) return;
+      try {
+        log.info({ file, [what]: apply() }, `reloaded ${what}`);
+      } catch (e) {
+        log.error({ file, err: (e as Error).message }, `${file} is not valid; the previous ${what} stay in force`);
+      }
+    }).unref();
+  };
+  watch(usersFile, 'users', () => {
+    const users = Users.load(usersFile);
+    server.setUsers(users);
+    return users.all().length;
+  });
+  watch(bucketsFile(o.data), 'buckets', () => {
+    const b = loadBuckets(o.data);
+    server.setBuckets(b);
+    return b.length;
+  });
+}
+
 /** Users: the given file, else `<data>/users.json`; the environment's keys become the first user. */
 export function loadServerUsers(o: ServeCliOptions, out: (s: string) => void): Users {
   const file = o.users ?? path.join(o.data, 'users.json');
@@ -66,13 +96,18 @@ export function loadServerUsers(o: ServeCliOptions, out: (s: string) => void): U
 
 export async function serve(o: ServeCliOptions, log: Logger): Promise<SvcServer> {
   fs.mkdirSync(o.data, { recursive: true, mode: 0o700 });
+  // --bucket names join the buckets kept in the data directory (svcfs serve bucket add|list|remove)
+  const buckets = [...new Set([...loadBuckets(o.data), ...o.bucket])];
+  if (buckets.length === 0) throw new UsageError(`serve needs a bucket: --bucket NAME, or svcfs serve bucket add NAME --data ${o.data}`);
+  if (o.bucket.some((b) => !loadBuckets(o.data).includes(b))) saveBuckets(o.data, buckets);
   const users = loadServerUsers(o, (s) => process.stdout.write(s));
   const server = new SvcServer({
-    dataDir: o.data, host: o.host, port: o.port, region: o.region, buckets: o.bucket, users, logger: log,
+    dataDir: o.data, host: o.host, port: o.port, region: o.region, buckets, users, logger: log,
     xmlNamespace: o.xmlNamespace, metrics: o.metrics ? parseListen(o.metrics) : undefined, tls: loadTls(o),
   });
   const url = await server.listen();
   process.stdout.write(`listening on ${url}\n`);
+  watchAdminFiles(o, server, log);
   if (server.metricsUrl) process.stdout.write(`metrics on ${server.metricsUrl}/-/metrics, health on ${server.metricsUrl}/-/health\n`);
   let stopping = false;
   const stop = (sig: string) => {

@@ -70,7 +70,7 @@ export class Journal {
       if (pid > 0 && pid !== process.pid) {
         try {
           process.kill(pid, 0);
-          alive = true;
+          alive = !zombie(pid);
         } catch {
           alive = false;
         }
@@ -146,5 +146,15 @@ export class Journal {
       }
     }
     return n;
+  }
+}
+
+/** A killed process lingers as a zombie until its parent reaps it: it holds nothing any more. */
+function zombie(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return false;
   }
 }

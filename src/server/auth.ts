@@ -56,7 +56,12 @@ export function dialectOfHeaders(h: HeaderBag): Dialect {
 }
 
 export class Authenticator {
-  constructor(private readonly users: Users, private readonly maxSkewMs = MAX_SKEW_MS) {}
+  constructor(private users: Users, private readonly maxSkewMs = MAX_SKEW_MS) {}
+
+  /** The users file changed: requests from now on are checked against these. */
+  setUsers(users: Users): void {
+    this.users = users;
+  }
 
   begin(r: RequestInfo): Pending {
     const authz = headerValue(r.headers, 'authorization');

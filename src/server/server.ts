@@ -102,6 +102,17 @@ export class SvcServer {
     return this.url;
   }
 
+  /** Users and buckets changed on disk (svcfs serve user/bucket ...): serve them from now on. */
+  setUsers(users: Users): void {
+    this.auth.setUsers(users);
+  }
+
+  setBuckets(buckets: string[]): void {
+    for (const b of buckets) if (!validBucketName(b)) throw new Error(`invalid bucket name "${b}"`);
+    this.cfg.buckets.clear();
+    for (const b of buckets) this.cfg.buckets.add(b);
+  }
+
   /** The index answers a query: the server can serve. */
   healthy(): boolean {
     try {
