@@ -86,7 +86,18 @@ for (const [from, to] of edits) {
 }
 if (!text.startsWith(MARK)) text = `${MARK}\n${text}`;
 fs.writeFileSync(src, text);
-const gyp = require.resolve('node-gyp/bin/node-gyp.js', { paths: [path.join(__dirname, '..'), dir] });
+/** node-gyp: a copy beside us, else the one npm runs install scripts with, else npm's own. */
+function nodeGyp() {
+  try {
+    return require.resolve('node-gyp/bin/node-gyp.js', { paths: [path.join(__dirname, '..'), dir] });
+  } catch {
+    if (process.env.npm_config_node_gyp && fs.existsSync(process.env.npm_config_node_gyp)) return process.env.npm_config_node_gyp;
+    const npmOwn = path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+    if (fs.existsSync(npmOwn)) return npmOwn;
+    throw new Error('patch-fuse-native: node-gyp not found (npm install -g node-gyp)');
+  }
+}
+const gyp = nodeGyp();
 process.stderr.write('svcfs: patching fuse-native (utimens times, caller context) and rebuilding it\n');
 // Build against the local Node headers, as npm does for install scripts (no download).
 const nodedir = process.env.npm_config_nodedir || ['/usr', '/usr/local'].find((d) => fs.existsSync(path.join(d, 'include', 'node', 'node_api.h')));

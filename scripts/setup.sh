@@ -26,9 +26,11 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 echo "svcfs setup: compiling" >&2
 npx --no-install tsc -p tsconfig.json
-# Put the commands where they are looked for: svcfs on the PATH, mount.svcfs for mount(8).
+node scripts/manpage.js
+# Put the commands where they are looked for: svcfs on the PATH, mount.svcfs for mount(8), svcfs(1) for man.
+links="--bin /usr/local/bin --man /usr/local/share/man/man1"
 if [ "$(id -u)" = 0 ] || command -v sudo >/dev/null; then
-  $SUDO node bin/svcfs.js install-helper --bin /usr/local/bin >&2 || echo "svcfs setup: could not link the commands (see above)" >&2
+  $SUDO node bin/svcfs.js install-helper $links >&2 || echo "svcfs setup: could not link the commands (see above)" >&2
 else
-  echo "svcfs setup: not root: run 'sudo bin/svcfs.js install-helper --bin /usr/local/bin' to put svcfs on the PATH" >&2
+  echo "svcfs setup: not root: run 'sudo bin/svcfs.js install-helper $links' to put svcfs on the PATH" >&2
 fi

@@ -32,8 +32,13 @@ function link(target: string, dir: string, name: string): string {
   return `${at} -> ${target}`;
 }
 
-export function installHelper(o: { dir: string; bin?: string }): void {
+export function installHelper(o: { dir: string; bin?: string; man?: string }): void {
   const lines = [link(path.join(ROOT, 'bin', 'mount.svcfs'), o.dir, 'mount.svcfs')];
   if (o.bin) lines.push(link(path.join(ROOT, 'bin', 'svcfs.js'), o.bin, 'svcfs'));
+  if (o.man) {
+    const page = path.join(ROOT, 'man', 'svcfs.1');
+    if (!fs.existsSync(page)) throw new UsageError(`${page} is missing: node scripts/manpage.js makes it`, 1);
+    lines.push(link(page, o.man, 'svcfs.1'));
+  }
   process.stdout.write(lines.map((l) => `linked ${l}\n`).join(''));
 }

@@ -165,7 +165,8 @@ Examples:
     .description('link mount.svcfs where mount(8) looks (for mount -t svcfs and /etc/fstab), and svcfs onto the PATH')
     .option('--dir <dir>', 'where mount(8) looks for helpers', '/sbin')
     .option('--bin <dir>', 'also link svcfs into this directory on the PATH (e.g. /usr/local/bin)')
-    .addHelpText('after', '\nExamples:\n  sudo svcfs install-helper\n  sudo bin/svcfs.js install-helper --bin /usr/local/bin')
+    .option('--man <dir>', 'also link the manual page svcfs.1 into this directory (e.g. /usr/local/share/man/man1)')
+    .addHelpText('after', '\nExamples:\n  sudo svcfs install-helper\n  sudo bin/svcfs.js install-helper --bin /usr/local/bin --man /usr/local/share/man/man1')
     .action((o) => installHelper(o));
 
   p.command('status')
