@@ -72,6 +72,11 @@ t.test('POSIX behaviour through the mount', async (t) => {
     const c3 = Number((await sh(`stat -c %Z ${M}/times2`)).trim());
     t.ok(c3 > c2, 'rename moves ctime');
     t.equal((await sh(`stat -c %Y ${M}/times2`)).trim(), String(Date.UTC(2031, 1, 3, 4, 5, 6) / 1000), 'and keeps mtime');
+    await c.put('test', 'typed', 'x', { contentType: 'image/png', meta: { mode: '33188' } });
+    await sleep(2200); // past the mount's cache_ttl, so that it sees the new object
+    await sh(`mv ${M}/typed ${M}/typed-renamed`);
+    const info = await c.head('test', 'typed-renamed');
+    t.equal(typeof info === 'object' && info.contentType, 'image/png', 'a rename keeps the content type another client set');
   });
 
   t.test('a file unlinked while open: reads and writes through the descriptor go on; the object goes at close', async (t) => {

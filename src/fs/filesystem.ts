@@ -447,21 +447,21 @@ export class SvcFs {
     if (b && b.kind === 'dir') throw fsError(E.EISDIR);
     const st = this.writer.get(from);
     if (st) await this.writer.upload(st);
-    // the copy records the change time (rename moves ctime) and the new name's content type
+    // The copy keeps the object as it is (metadata, content type, tags); the
+    // change time a rename moves shows in this mount (storing it would mean
+    // replacing the metadata, and with it a content type set by another client).
     const moved = { ...(st ? this.stagedAttr(st) : await this.getattr(from)), ctime: Date.now() };
-    const meta = metaFromAttr(moved);
-    const contentType = a.kind === 'file' ? contentTypeFor(to) : 'application/octet-stream';
-    const etag = await this.remote.copy(this.key(from), this.key(to), { replaceMetadata: true, meta, contentType });
+    const etag = await this.remote.copy(this.key(from), this.key(to));
     await this.client.delete(this.o.bucket, this.key(from));
     await this.writer.moved(from, to, etag);
     const staged = this.writer.get(to);
-    if (staged) staged.attr = { ...staged.attr, ctime: moved.ctime, meta, etag };
+    if (staged) staged.attr = { ...staged.attr, ctime: moved.ctime, etag };
     this.retarget(from, to, etag, false);
     const link = this.links.get(from);
     this.links.delete(from);
     if (link) this.links.set(to, { ...link, etag });
     this.cache.setMissing(from);
-    this.cache.set(to, { ...moved, meta, etag, fromMeta: true });
+    this.cache.set(to, { ...moved, etag });
   }
 
   /** Open handles follow a rename: readers read the same bytes from the new key. */
