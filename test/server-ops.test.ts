@@ -76,8 +76,10 @@ t.test('HTTPS: serve with --tls-cert/--tls-key; curl, the client and a mount tru
   await sh(`echo mounted-over-tls > ${m.mnt}/via-mount.txt`);
   t.equal((await c.getBuffer('test', 'via-mount.txt')).toString(), 'mounted-over-tls\n', 'a mount with --ca writes over HTTPS');
   const mnt2 = tmpDir('tls-mnt');
+  const started = Date.now();
   const bad = await shStatus(`SVC_ACCESS_KEY_ID=${ADMIN.accessKeyId} SVC_SECRET_ACCESS_KEY=${ADMIN.secretAccessKey} ${process.execPath} ${CLI} mount test ${mnt2} --endpoint ${s.url} -o cache_dir=${dir}/c2`);
   t.not(bad.code, 0, 'a mount without --ca fails');
+  t.ok(Date.now() - started < 20_000, `at once: an untrusted certificate is not retried (${Date.now() - started} ms)`);
   t.match(bad.stderr, /certificate.*--ca FILE/, `and says how to trust the server: ${bad.stderr.trim()}`);
   const half = await shStatus(`${process.execPath} ${CLI} serve --data ${dir}/d2 --bucket test --tls-cert ${dir}/cert.pem`);
   t.equal(half.code, 2, 'a certificate without its key is a usage error');

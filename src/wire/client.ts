@@ -168,8 +168,14 @@ export async function digestBody(b: Body): Promise<{ md5: string; sha256: string
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A server certificate that is not trusted stays untrusted: asking again only delays the error. */
+const CERT_ERRORS = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'ERR_TLS_CERT_ALTNAME_INVALID']);
+
 function isRetryable(e: unknown): boolean {
   if (e instanceof SvcError) return e.status >= 500 || e.code === 'RequestTimeout' || e.code === 'SlowDown';
+  const err = e as { code?: string; cause?: { code?: string } } | undefined;
+  if (CERT_ERRORS.has(err?.code ?? '') || CERT_ERRORS.has(err?.cause?.code ?? '')) return false;
   return true; // network errors, resets, timeouts
 }
 
