@@ -3,7 +3,7 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { sh, shStatus, sleep, startMount } from './helpers/mount';
+import { sh, shStatus, sleep, startMount, stepper } from './helpers/mount';
 import { backendNames, startBackend } from './helpers/backend';
 import { tmpDir } from './helpers/server';
 
@@ -33,6 +33,48 @@ for (const backend of backendNames()) t.test(`files through the mount (${backend
     t.equal((await shStatus(`cmp ${local}/big.bin ${M}/big.bin`)).code, 0, 'cmp');
     const part = await sh(`dd if=${M}/big2.bin bs=4096 skip=12345 count=2 status=none | md5sum`);
     t.equal(part.split(' ')[0], md5(fs.readFileSync(`${local}/big.bin`).subarray(12345 * 4096, 12347 * 4096)), 'a random read in the middle');
+  });
+
+  t.test('a big new file goes up while it is written; edits, times and mode set before close still count', async (t) => {
+    const data = randomBytes(40 * MiB);
+    fs.writeFileSync(`${local}/stream.bin`, data);
+    const before = (await m.status()).streamedParts;
+    const w = stepper(`
+f = open('${M}/stream.bin', 'wb')
+f.write(open('${local}/stream.bin', 'rb').read())
+said('written')
+wait('finish')
+f.seek(${MiB + 5}); f.write(b'X' * 1000); f.flush()
+os.utime(f.fileno(), (1000000000, 1000000000))
+os.fchmod(f.fileno(), 0o640)
+f.close()
+`);
+    await w.reached('written');
+    let sent = 0;
+    for (let i = 0; i < 150 && sent < 3; i++, await sleep(100)) sent = (await m.status()).streamedParts - before;
+    t.ok(sent >= 3, `parts sent while the file is still open (${sent} of 5)`);
+    w.go('finish');
+    const r = await w.done;
+    t.equal(r.code, 0, `the writer closed without error ${r.stderr}`);
+    const want = Buffer.from(data);
+    want.fill('X', MiB + 5, MiB + 1005);
+    t.ok((await c.getBuffer(B, 'stream.bin')).equals(want), 'the bucket holds every byte, the edit of a part already sent included');
+    const info = await c.head(B, 'stream.bin');
+    const meta = typeof info === 'object' ? info.meta : {};
+    t.equal(Number(meta.mtime), 1000000000, 'the mtime set through the open file is recorded');
+    t.equal(Number(meta.mode) & 0o7777, 0o640, 'so is the mode');
+    await sleep(2100);
+    t.equal((await sh(`stat -c '%a %Y %s' ${M}/stream.bin`)).trim(), `640 1000000000 ${40 * MiB}`);
+  });
+
+  t.test('a streamed file that is only written keeps its write time', async (t) => {
+    await sh(`head -c ${20 * MiB} /dev/urandom > ${local}/plain.bin && cp ${local}/plain.bin ${M}/plain.bin`);
+    const info = await c.head(B, 'plain.bin');
+    t.ok(typeof info === 'object' && Math.abs(info.lastModified.getTime() - Date.now()) < 60_000);
+    await sleep(2100);
+    const mtime = Number((await sh(`stat -c %Y ${M}/plain.bin`)).trim());
+    t.ok(Math.abs(mtime - Date.now() / 1000) < 60, `mtime is the time of writing (${mtime})`);
+    t.equal((await shStatus(`cmp ${local}/plain.bin ${M}/plain.bin`)).code, 0, 'cmp');
   });
 
   t.test('overwrite in the middle, append, truncate up and down', async (t) => {

@@ -101,6 +101,8 @@ export interface MountOpts {
   nonEmpty: boolean;
   retryBudget?: number;
   writeBack?: number;
+  /** MiB of buffers (read-ahead, upload parts) the mount may hold */
+  memoryLimit?: number;
   conflictCheck: 'on' | 'head' | 'off';
   /** options for fstab/mount(8) that mount.svcfs handles: endpoint=, region=, dialect=, profile=, credentials=, ca= */
   passthrough: Record<string, string>;
@@ -136,6 +138,10 @@ export function parseMountOptions(list: string[]): MountOpts {
       case 'cache_dir': o.cacheDir = v; break;
       case 'retry_budget': o.retryBudget = int(k, v); break;
       case 'write_back': o.writeBack = int(k, v); break;
+      case 'memory_limit':
+        o.memoryLimit = int(k, v);
+        if (o.memoryLimit < 16) throw new UsageError('-o memory_limit= is in MiB and needs at least 16');
+        break;
       case 'conflict_check':
         if (v !== 'on' && v !== 'off' && v !== 'head') throw new UsageError('-o conflict_check= takes on, head or off');
         o.conflictCheck = v;

@@ -78,7 +78,7 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
     client, endpoint, bucket, prefix, mountpoint, readOnly: opts.readOnly, allowOther: opts.allowOther,
     uid: opts.uid ?? process.getuid!(), gid: opts.gid ?? process.getgid!(), umask: opts.umask ?? 0o022,
     cacheTtlSec: opts.cacheTtl ?? 30, cacheDir: opts.cacheDir ?? cacheDir(), nonEmpty: opts.nonEmpty, log,
-    writeBackSec: opts.writeBack ?? 0, conflictCheck: opts.conflictCheck,
+    writeBackSec: opts.writeBack ?? 0, conflictCheck: opts.conflictCheck, memoryLimitMiB: opts.memoryLimit,
     onReady: () => process.stdout.write(`mounted ${bucket}${prefix ? ':' + prefix : ''} at ${path.resolve(mountpoint)}\n`),
   });
 }
@@ -203,6 +203,7 @@ export async function statusCommand(mountpoint: string, o: { json?: boolean }): 
     `cache: ${s.cache.entries} entries, hit rate ${(s.cache.hitRate * 100).toFixed(1)}% (${s.cache.hits} hits, ${s.cache.misses} misses), ttl ${s.cache.ttlSec}s`,
     `requests: ${req}; retries ${s.retries}`,
     `operations: ${opLine}`,
+    `memory: ${s.memory.rssMiB} MiB resident (peak ${s.memory.peakRssMiB}); buffers ${(s.buffers.used / 1048576).toFixed(0)} of ${(s.buffers.limit / 1048576).toFixed(0)} MiB in use (peak ${(s.buffers.peak / 1048576).toFixed(0)}); streamed parts ${s.streamedParts}`,
     `open files ${s.openFiles}; pending uploads ${s.pendingUploads} (${s.pendingBytes} bytes); uploads ${s.uploads}, failed ${s.uploadErrors}${s.lastUploadError ? ` (last: ${s.lastUploadError})` : ''}`,
     `write-back ${s.writeBackSec ? `${s.writeBackSec}s` : 'off (upload on close)'}; conflicts kept ${s.conflicts}; revalidated ${s.revalidated}; recovered at start ${s.recovered}`,
     `conflict check: ${s.conditionalWrites}${s.copyKeepsTags === false ? '; the store drops tags when a copy replaces metadata: svcfs carries them over' : ''}`,

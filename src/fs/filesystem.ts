@@ -17,6 +17,10 @@ import { Journal } from './journal';
 import { Metadata } from './metadata';
 import { Staged } from './staged';
 import { UploadTuning } from './uploader';
+import { MemoryBudget } from './budget';
+
+/** Default bound of buffer memory: with Node's own ~90 MiB, the mount stays under 200 MiB resident. */
+export const DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024;
 import { Writer, WriterStats } from './writer';
 
 export interface FsOptions {
@@ -42,6 +46,8 @@ export interface FsOptions {
   reader?: ReaderTuning;
   /** the addon can keep the kernel's page cache of a file across opens (patched fuse-native) */
   keepCache?: boolean;
+  /** bytes all read-ahead chunks and upload parts may hold together (-o memory_limit) */
+  memoryLimit?: number;
 }
 
 interface Handle {
@@ -55,6 +61,8 @@ interface Handle {
 
 export interface FsStats extends WriterStats {
   openFiles: number;
+  /** the memory budget of buffers: limit, in use, peak (bytes) */
+  buffers: { limit: number; used: number; peak: number; waiting: number };
   copyKeepsTags: boolean;
   revalidated: number;
 }
@@ -81,6 +89,7 @@ export class SvcFs {
   private root?: Attr;
   /** files unlinked while open for reading: their objects go when the last reader closes */
   private readonly orphans = new Map<string, string>();
+  private readonly budget: MemoryBudget;
 
   constructor(private readonly o: FsOptions) {
     this.client = o.client;
@@ -89,9 +98,10 @@ export class SvcFs {
     this.remote = new Remote(o.client, o.bucket, o.prefix, this.defaults);
     this.cache = new MetaCache(o.cacheTtlMs);
     this.pages = new PageCacheKeeper(o.keepCache === true);
+    this.budget = new MemoryBudget(o.memoryLimit ?? DEFAULT_MEMORY_LIMIT);
     this.writer = new Writer({
       client: o.client, remote: this.remote, cache: this.cache, journal: o.journal, log: o.log, writeBackMs: o.writeBackMs,
-      conditional: o.conditional, upload: o.upload,
+      conditional: o.conditional, upload: o.upload, budget: this.budget,
     });
     this.meta = new Metadata({
       client: o.client, bucket: o.bucket, remote: this.remote, cache: this.cache, writer: this.writer, dirTimes: this.dirTimes,
@@ -247,7 +257,7 @@ export class SvcFs {
       }
       const a = await this.getattr(path);
       if (a.kind === 'dir') throw fsError(E.EISDIR);
-      const fd = this.addHandle({ path, flags, attr: a, reader: new Reader(this.client, this.o.bucket, this.key(path), a.size, a.etag, this.o.reader ?? DEFAULT_TUNING) });
+      const fd = this.addHandle({ path, flags, attr: a, reader: new Reader(this.client, this.o.bucket, this.key(path), a.size, a.etag, this.o.reader ?? DEFAULT_TUNING, this.budget) });
       return this.pages.keep(path, a.etag) ? fd | KEEP_CACHE : fd;
     }
     this.pages.forget(path);
@@ -314,6 +324,7 @@ export class SvcFs {
     const h = this.handles.get(fd);
     if (!h) return;
     this.handles.delete(fd);
+    h.reader?.close();
     if (h.staged) await this.writer.release(h.staged);
     const orphan = this.orphans.get(h.path);
     if (h.reader && orphan !== undefined && !this.readersOf(h.path).length) {
@@ -503,7 +514,7 @@ export class SvcFs {
   // ---- state ----
 
   stats(): FsStats {
-    return { openFiles: this.handles.size, revalidated: this.revalidated, copyKeepsTags: this.remote.copyKeepsTags, ...this.writer.stats() };
+    return { openFiles: this.handles.size, revalidated: this.revalidated, copyKeepsTags: this.remote.copyKeepsTags, buffers: this.budget.stats(), ...this.writer.stats() };
   }
 
   recover(): Promise<number> {

@@ -29,6 +29,8 @@ export interface JournalRecord {
   updated: number;
   /** a multipart upload under way, to resume rather than start again */
   multipart?: { uploadId: string; partSize: number; gen: number; etags: Array<string | null> };
+  /** a multipart upload the file was sending while it was written (aborted when the file is set aside) */
+  streaming?: string;
 }
 
 export class JournalLockedError extends Error {}

@@ -41,6 +41,8 @@ export interface MountConfig {
   /** write-back delay in seconds (0: upload on close) */
   writeBackSec: number;
   conflictCheck: 'on' | 'head' | 'off';
+  /** bound of buffer memory in MiB (default DEFAULT_MEMORY_LIMIT) */
+  memoryLimitMiB?: number;
   /** allow mounting over a non-empty directory */
   nonEmpty: boolean;
   log: Logger;
@@ -52,6 +54,15 @@ export class MountError extends Error {
   constructor(message: string, readonly exitCode = 1) {
     super(message);
   }
+}
+
+/** The process's memory in MiB: resident now and at its peak, and what V8 and Buffers hold. */
+function memoryNow(): { rssMiB: number; peakRssMiB: number; heapMiB: number; buffersMiB: number } {
+  const MiB = 1024 * 1024;
+  const m = process.memoryUsage();
+  const hwm = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'));
+  const r = (n: number) => Math.round(n * 10) / 10;
+  return { rssMiB: r(m.rss / MiB), peakRssMiB: r(hwm ? Number(hwm[1]) / 1024 : m.rss / MiB), heapMiB: r(m.heapUsed / MiB), buffersMiB: r(m.arrayBuffers / MiB) };
 }
 
 export function isMounted(mountpoint: string): boolean {
@@ -138,6 +149,7 @@ export async function runMount(c: MountConfig): Promise<void> {
   const fsys = new SvcFs({
     client: c.client, bucket: c.bucket, prefix: c.prefix, uid: c.uid, gid: c.gid, umask: c.umask, readOnly: c.readOnly,
     cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conditional, log: c.log, keepCache: patched(),
+    memoryLimit: c.memoryLimitMiB ? c.memoryLimitMiB * 1024 * 1024 : undefined,
   });
   fsys.remote.copyKeepsTags = copyKeepsTags;
   // Staged files a crash left behind are served and uploaded before the bucket's versions of those paths.
@@ -177,6 +189,7 @@ export async function runMount(c: MountConfig): Promise<void> {
       requests: Object.fromEntries([...c.client.counts].sort()),
       retries: c.client.retries,
       operations: opStats.snapshot(),
+      memory: memoryNow(),
       ...fsys.stats(),
     };
   };

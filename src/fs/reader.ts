@@ -5,6 +5,7 @@
 // never the whole object. Every GET carries If-Match, so one open file never
 // mixes two versions of an object.
 import { SvcClient } from '../wire/client';
+import { MemoryBudget, UNBOUNDED } from './budget';
 
 const MiB = 1024 * 1024;
 
@@ -22,8 +23,26 @@ interface Piece {
   data: Promise<Buffer>;
 }
 
+/**
+ * A response body of known length, into one buffer of that length (no list of
+ * pieces to concatenate, so a chunk costs its size once, not twice).
+ */
+export async function bodyInto(body: AsyncIterable<Uint8Array>, length: number, into?: Buffer): Promise<Buffer> {
+  const out = into ? into.subarray(0, length) : Buffer.allocUnsafe(length);
+  let n = 0;
+  for await (const c of body) {
+    if (n + c.length > length) throw new Error(`long range: more than ${length} bytes`);
+    out.set(c, n);
+    n += c.length;
+  }
+  if (n !== length) throw new Error(`short range: ${n} of ${length} bytes`);
+  return out;
+}
+
 export class Reader {
   private chunks = new Map<number, Promise<Buffer>>();
+  /** budget bytes and the (pooled) buffer held by each chunk */
+  private held = new Map<number, { bytes: number; buf: Buffer }>();
   private pieces: Piece[] = [];
   private lastEnd = -1;
   private streak = 0;
@@ -36,7 +55,28 @@ export class Reader {
     readonly size: number,
     private etag: string | undefined,
     private readonly tune: ReaderTuning = DEFAULT_TUNING,
+    private readonly budget: MemoryBudget = UNBOUNDED,
   ) {}
+
+  /** The handle closed: give the chunks' memory back. */
+  close(): void {
+    for (const i of [...this.chunks.keys()]) this.drop(i);
+  }
+
+  private drop(i: number): void {
+    const c = this.chunks.get(i);
+    this.chunks.delete(i);
+    const h = this.held.get(i);
+    if (!c || !h) return;
+    this.held.delete(i);
+    // Reads waiting for this chunk copy from it as soon as it settles (a
+    // microtask); the buffer goes back to the pool only after that.
+    const back = () => setImmediate(() => {
+      this.budget.recycle(h.buf);
+      this.budget.release(h.bytes);
+    });
+    c.then(back, back);
+  }
 
   /** The object moved (rename): read the same bytes from its new key; `etag` of the copy, if known. */
   retarget(key: string, etag: string | undefined): void {
@@ -44,28 +84,36 @@ export class Reader {
     this.etag = etag;
   }
 
-  private fetch(start: number, end: number): Promise<Buffer> {
+  private fetch(start: number, end: number, into?: Buffer): Promise<Buffer> {
     this.bytesFetched += end - start;
     return (async () => {
       for (let attempt = 1; ; attempt++) {
         const r = await this.client.get(this.bucket, this.key, { range: [start, end - 1], ifMatch: this.etag });
         try {
-          const b = Buffer.from(await r.body.arrayBuffer());
-          if (b.length !== end - start) throw new Error(`short range: ${b.length} of ${end - start} bytes`);
-          return b;
+          return await bodyInto(r.body, end - start, into);
         } catch (e) {
+          await r.body.dump().catch(() => undefined);
           if (attempt >= 3) throw e; // a body cut mid-way: fetch the range again
         }
       }
     })();
   }
 
-  private chunk(i: number): Promise<Buffer> {
+  /**
+   * Chunk i, fetched unless it is here already, when the memory budget has
+   * room for it now (undefined otherwise: nothing waits for memory).
+   */
+  private chunk(i: number): Promise<Buffer> | undefined {
     let c = this.chunks.get(i);
     if (!c) {
       const start = i * this.tune.chunkSize;
-      c = this.fetch(start, Math.min(this.size, start + this.tune.chunkSize));
-      c.catch(() => this.chunks.delete(i)); // let a later read try again
+      const end = Math.min(this.size, start + this.tune.chunkSize);
+      if (!this.budget.tryTake(end - start)) return undefined;
+      const buf = this.budget.alloc(end - start);
+      this.held.set(i, { bytes: end - start, buf });
+      c = this.fetch(start, end, buf);
+      const mine = c;
+      c.catch(() => { if (this.chunks.get(i) === mine) this.drop(i); }); // let a later read try again
       this.chunks.set(i, c);
     }
     return c;
@@ -87,11 +135,15 @@ export class Reader {
     const last = Math.floor((end - 1) / cs);
     const lastChunk = Math.floor((this.size - 1) / cs);
     const ahead = Math.min(this.tune.maxAhead, 1 + Math.floor(this.streak / 16));
-    for (let i = first; i <= Math.min(lastChunk, last + ahead); i++) this.chunk(i);
-    for (const k of this.chunks.keys()) if (k < first - 1) this.chunks.delete(k);
+    for (const k of [...this.chunks.keys()]) if (k < first - 1) this.drop(k);
+    const needed = [];
+    for (let i = first; i <= last; i++) needed.push(this.chunk(i));
+    // the budget is spent (other files hold it): this read alone, without read-ahead
+    if (needed.some((c) => !c)) return this.fetch(pos, end).then((b) => b.copy(buf, 0));
+    for (let i = last + 1; i <= Math.min(lastChunk, last + ahead); i++) if (!this.chunk(i)) break;
     let n = 0;
     for (let i = first; i <= last; i++) {
-      const data = await this.chunk(i);
+      const data = await needed[i - first]!;
       const cstart = i * cs;
       const from = Math.max(pos, cstart) - cstart;
       const to = Math.min(end, cstart + data.length) - cstart;

@@ -9,6 +9,7 @@ import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { SvcClient } from '../wire/client';
 import { Attr } from './attrs';
+import type { PartStreamer } from './streamer';
 
 export const FILL_CHUNK = 1024 * 1024;
 
@@ -45,6 +46,10 @@ export class Staged {
   /** journal state written so far */
   journaled?: 'open' | 'pending';
   private prefetching?: Promise<void>;
+  /** parts of a new file sent while it is being written */
+  streamer?: PartStreamer;
+  /** the mtime the last write or truncation set (an mtime that differs was set explicitly) */
+  wroteAt = 0;
 
   private constructor(
     dir: string,
@@ -84,6 +89,11 @@ export class Staged {
     s.gen = 1;
     s.journaled = 'pending';
     return s;
+  }
+
+  /** Does any byte of the file still come from the object it started from? */
+  get hasBaseBytes(): boolean {
+    return this.baseLimit > 0;
   }
 
   get dirty(): boolean {
@@ -160,8 +170,9 @@ export class Staged {
     // background, so that a change made elsewhere meanwhile finds it already read.
     if (!this.prefetching && this.baseLimit > 0) this.prefetching = this.fillAll(4).catch(() => undefined); // a failure shows again at upload
     if (end > this.size) this.size = end;
-    this.attr.mtime = this.attr.ctime = Date.now();
+    this.attr.mtime = this.attr.ctime = this.wroteAt = Date.now();
     this.touch();
+    this.streamer?.wrote(pos, end, this.size);
     return bytesWritten;
   }
 
@@ -169,8 +180,20 @@ export class Staged {
     if (size < this.baseLimit) this.baseLimit = size;
     await this.fh.truncate(size);
     this.size = size;
-    this.attr.mtime = this.attr.ctime = Date.now();
+    this.attr.mtime = this.attr.ctime = this.wroteAt = Date.now();
     this.touch();
+    this.streamer?.truncated(size);
+  }
+
+  /** Bytes of the staging file as they are (no fetching from the base): for parts sent while writing. */
+  async readStaged(buf: Buffer, len: number, pos: number): Promise<number> {
+    let n = 0;
+    while (n < len) {
+      const { bytesRead } = await this.fh.read(buf, n, len - n, pos + n);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+    }
+    return n;
   }
 
   /** fsync the staging file, so staged data survives a crash of the mount. */

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { PutOptions, SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
+import { MemoryBudget, UNBOUNDED } from './budget';
 
 const MiB = 1024 * 1024;
 
@@ -65,6 +66,8 @@ export interface UploadHooks {
   /** the multipart state after each part (undefined once the upload is complete) */
   onState?: (s: MultipartState | undefined) => void;
   onPart?: (done: number, total: number) => void;
+  /** every part's buffer is taken from this budget while it is sent */
+  budget?: MemoryBudget;
 }
 
 /** Part size for a file: at least the configured size, whole MiB, and few enough parts. */
@@ -73,8 +76,8 @@ export function partSizeFor(size: number, t: UploadTuning): number {
   return Math.max(t.partSize, Math.ceil(needed / MiB) * MiB);
 }
 
-async function readRange(fh: fs.promises.FileHandle, start: number, length: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(length);
+async function readRange(fh: fs.promises.FileHandle, start: number, length: number, into?: Buffer): Promise<Buffer> {
+  const buf = into ? into.subarray(0, length) : Buffer.allocUnsafe(length);
   let n = 0;
   while (n < length) {
     const { bytesRead } = await fh.read(buf, n, length - n, start + n);
@@ -124,11 +127,11 @@ export async function uploadFile(
   hooks: UploadHooks = {},
 ): Promise<UploadResult> {
   const conditional = o.ifMatch !== undefined || o.ifNoneMatch !== undefined;
+  const budget = hooks.budget ?? UNBOUNDED;
   const fh = await fs.promises.open(file, 'r');
   try {
-    if (size <= t.multipartThreshold) {
+    if (size <= t.multipartThreshold) return await budget.with(size, async () => {
       const body = size ? await readRange(fh, 0, size) : Buffer.alloc(0);
-      const expected = createHash('md5').update(body).digest('hex');
       try {
         return { etag: await client.put(bucket, key, body, o), parts: 1 };
       } catch (e) {
@@ -137,13 +140,14 @@ export async function uploadFile(
           return { etag: await client.put(bucket, key, body, { ...o, ifMatch: undefined, ifNoneMatch: '*' }), parts: 1 };
         }
         if (conditional && refused(e)) {
+          const expected = createHash('md5').update(body).digest('hex');
           const why = await explain412(client, bucket, key, expected, o);
           if (why === 'ours') return { etag: expected, parts: 1 };
           throw why;
         }
         throw e;
       }
-    }
+    });
     const ps = partSizeFor(size, t);
     const total = Math.ceil(size / ps);
     let state = hooks.resume && hooks.resume.partSize === ps && hooks.resume.etags.length === total ? hooks.resume : undefined;
@@ -160,8 +164,15 @@ export async function uploadFile(
         if (s.etags[i]) continue; // sent by an earlier attempt
         const start = i * ps;
         try {
-          const body = await readRange(fh, start, Math.min(ps, size - start));
-          s.etags[i] = await client.uploadPart(bucket, key, s.uploadId, i + 1, body);
+          const len = Math.min(ps, size - start);
+          s.etags[i] = await budget.with(len, async () => {
+            const buf = budget.alloc(len);
+            try {
+              return await client.uploadPart(bucket, key, s.uploadId, i + 1, await readRange(fh, start, len, buf));
+            } finally {
+              budget.recycle(buf);
+            }
+          });
         } catch (e) {
           failed = true; // the other workers stop taking parts
           if (e instanceof SvcError && e.code === 'NoSuchUpload') hooks.onState?.(undefined);

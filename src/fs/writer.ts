@@ -15,7 +15,12 @@ import { Journal, JournalRecord } from './journal';
 import { contentTypeFor } from './mime';
 import { Remote } from './remote';
 import { Staged } from './staged';
-import { checkUnchanged, ConflictError, DEFAULT_UPLOAD, UntrustedConditionError, UploadResult, UploadTuning, uploadFile } from './uploader';
+import { checkUnchanged, ConflictError, DEFAULT_UPLOAD, partSizeFor, UntrustedConditionError, UploadResult, UploadTuning, uploadFile } from './uploader';
+import { MemoryBudget, UNBOUNDED } from './budget';
+import { PartStreamer, withoutTimes } from './streamer';
+
+/** CopyObject's limit: a streamed object whose metadata must change afterwards is copied onto itself only up to this. */
+const MAX_COPY = 5 * 1024 ** 3;
 
 export interface WriterOptions {
   client: SvcClient;
@@ -28,6 +33,10 @@ export interface WriterOptions {
   /** how uploads keep another writer's version (probed at mount; may be demoted at run time) */
   conditional: ConditionalMode;
   upload?: UploadTuning;
+  /** every buffer of an upload comes from this budget */
+  budget?: MemoryBudget;
+  /** send the parts of a new file while it is being written (upload on close only; default on) */
+  streaming?: boolean;
 }
 
 export interface WriterStats {
@@ -35,6 +44,8 @@ export interface WriterStats {
   pendingUploads: number;
   pendingBytes: number;
   uploads: number;
+  /** parts sent while their files were still being written */
+  streamedParts: number;
   uploadErrors: number;
   lastUploadError?: string;
   conflicts: number;
@@ -50,6 +61,7 @@ export class Writer {
   private readonly journal: Journal;
   private readonly log: Logger;
   private uploads = 0;
+  private streamedParts = 0;
   private uploadErrors = 0;
   private lastUploadError?: string;
   private conflicts = 0;
@@ -151,6 +163,29 @@ export class Writer {
   /** Record that a staged file was written to (its journal record says it is open). */
   touched(st: Staged): void {
     if (!st.journaled) this.note(st, 'open');
+    if (!st.streamer) this.maybeStream(st);
+  }
+
+  private get tuning(): UploadTuning {
+    return this.o.upload ?? DEFAULT_UPLOAD;
+  }
+
+  /**
+   * A new file (nothing of an older object in it) that has grown past the
+   * multipart threshold starts sending its parts while it is written. Not in
+   * write-back mode, whose point is to wait.
+   */
+  private maybeStream(st: Staged): void {
+    const t = this.tuning;
+    if (this.writeBack || this.o.streaming === false || st.deleted || st.hasBaseBytes || st.size <= t.multipartThreshold) return;
+    const s = new PartStreamer({
+      client: this.client, bucket: this.remote.bucket, key: this.remote.key(st.path), partSize: t.partSize, maxParts: t.maxParts,
+      concurrency: t.concurrency, budget: this.o.budget ?? UNBOUNDED, read: (b, n, p) => st.readStaged(b, n, p),
+      create: { meta: withoutTimes(metaFromAttr(st.attr)), contentType: contentTypeFor(st.path) },
+      started: () => { if (st.journaled === 'open' && st.streamer === s) this.note(st, 'open'); },
+    });
+    st.streamer = s;
+    s.wrote(0, 0, st.size);
   }
 
   /** Forget a staged file: its timer, its unfinished multipart upload, its journal record and bytes. */
@@ -158,6 +193,11 @@ export class Writer {
     if (this.staged.get(st.path) === st) this.staged.delete(st.path);
     if (st.timer) clearTimeout(st.timer);
     st.timer = undefined;
+    if (st.streamer) {
+      const s = st.streamer;
+      st.streamer = undefined;
+      await s.abort();
+    }
     if (st.multipart) {
       const mp = st.multipart;
       st.multipart = undefined;
@@ -223,7 +263,7 @@ export class Writer {
     const rec: JournalRecord = {
       id: st.id, path: st.path, key: this.remote.key(st.path), bucket: this.remote.bucket, file: st.file, size: st.size,
       baseEtag: st.base?.etag, meta: metaFromAttr(st.attr), contentType: contentTypeFor(st.path), state, updated: Date.now(),
-      multipart: st.multipart,
+      multipart: st.multipart, streaming: st.streamer?.id,
     };
     this.journal.write(rec);
     st.journaled = state;
@@ -323,6 +363,7 @@ export class Writer {
     const meta = metaFromAttr(st.attr);
     const t = this.o.upload ?? DEFAULT_UPLOAD;
     const { cond, head } = this.conditionFor(st);
+    const streamed = st.streamer ? await this.takeStream(st, gen, key) : undefined;
     // a multipart upload begun for other bytes is of no use any more
     if (st.multipart && st.multipart.gen !== gen) {
       await this.client.abortMultipart(bucket, key, st.multipart.uploadId).catch(() => undefined);
@@ -339,7 +380,8 @@ export class Writer {
     let r: UploadResult;
     try {
       if (head) await checkUnchanged(this.client, bucket, key, cond);
-      r = await uploadFile(this.client, bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...(head ? {} : cond) }, t, hooks);
+      r = await uploadFile(this.client, bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...(head ? {} : cond) }, t, { ...hooks, budget: this.o.budget });
+      if (streamed) r = await this.completeMeta(st, key, r, streamed, meta);
     } catch (e) {
       if (e instanceof UntrustedConditionError) throw e;
       if (!(e instanceof ConflictError)) {
@@ -349,7 +391,7 @@ export class Writer {
       // Keep both: theirs stays at the path, ours goes next to it.
       const other = conflictPath(path);
       target = this.remote.key(other);
-      r = await uploadFile(this.client, bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, t);
+      r = await uploadFile(this.client, bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, t, { budget: this.o.budget });
       this.conflicts++;
       this.log.warn({ key, keptAs: target }, 'conflict: the object changed on the server during this edit; both versions kept');
       this.o.cache.invalidate(path);
@@ -371,6 +413,43 @@ export class Writer {
   }
 
   /**
+   * The parts a file sent while it was written become the multipart upload
+   * this upload resumes (when they fit it); returns the metadata that upload
+   * was created with.
+   */
+  private async takeStream(st: Staged, gen: number, key: string): Promise<Record<string, string> | undefined> {
+    const s = st.streamer!;
+    st.streamer = undefined;
+    const state = s.key === key ? await s.settle(st.size) : undefined;
+    const fits = state && state.partSize === partSizeFor(st.size, this.tuning) && st.size > this.tuning.multipartThreshold;
+    if (!state || !fits) {
+      await s.abort();
+      return undefined;
+    }
+    this.streamedParts += s.sent;
+    st.multipart = { ...state, gen };
+    return s.meta;
+  }
+
+  /**
+   * A streamed upload was created without times, and before the file was
+   * complete. Its LastModified is the mtime; when the metadata changed since
+   * (chmod, chown, or times set explicitly, as cp -p and tar do through the
+   * open file), the object is copied onto itself with the metadata it must have.
+   */
+  private async completeMeta(st: Staged, key: string, r: UploadResult, created: Record<string, string>, meta: Record<string, string>): Promise<UploadResult> {
+    const explicitTimes = st.attr.mtime !== st.wroteAt;
+    if (!explicitTimes && sameMeta(withoutTimes(meta), created)) return r;
+    if (st.size > MAX_COPY) {
+      this.log.warn({ key }, 'metadata set during a streamed upload of more than 5 GiB is not recorded on the object');
+      return r;
+    }
+    const bucket = this.remote.bucket;
+    const etag = await this.client.copy({ bucket, key }, bucket, key, { meta, contentType: contentTypeFor(st.path), replaceMetadata: true, ifSourceMatch: r.etag });
+    return { ...r, etag: etag || r.etag };
+  }
+
+  /**
    * After a crash: every journaled file that was closed goes back to the staged
    * table (so its path shows the staged bytes, not the bucket's) and is
    * uploaded in the background; files never closed are set aside.
@@ -384,6 +463,8 @@ export class Writer {
         continue;
       }
       if (r.state !== 'pending') {
+        // parts it was sending while written are of no use now
+        if (r.streaming) await this.client.abortMultipart(r.bucket, r.key, r.streaming).catch(() => undefined);
         const where = this.journal.setAside(r);
         this.log.warn({ path: r.path, keptAt: where }, 'a file that was never closed before the crash was set aside, not uploaded');
         continue;
@@ -424,18 +505,25 @@ export class Writer {
   stats(): WriterStats {
     let pending = 0;
     let bytes = 0;
+    let streaming = 0;
     for (const st of this.staged.values()) {
+      streaming += st.streamer?.sent ?? 0;
       if (st.dirty && !st.deleted) {
         pending++;
         bytes += st.size;
       }
     }
     return {
-      staged: this.staged.size, pendingUploads: pending, pendingBytes: bytes, uploads: this.uploads, uploadErrors: this.uploadErrors,
+      staged: this.staged.size, pendingUploads: pending, pendingBytes: bytes, uploads: this.uploads, streamedParts: this.streamedParts + streaming, uploadErrors: this.uploadErrors,
       lastUploadError: this.lastUploadError, conflicts: this.conflicts, recovered: this.recovered, writeBackSec: this.o.writeBackMs / 1000,
       conditionalWrites: describeMode(this.o.conditional),
     };
   }
+}
+
+function sameMeta(a: Record<string, string>, b: Record<string, string>): boolean {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
 }
 
 function backoff(failures: number): number {

@@ -13,7 +13,7 @@ import { BodyDigests, CHECKSUM_ALGORITHMS, ChecksumAlgorithm } from './digests';
 export interface Received {
   size: number;
   md5: Buffer;
-  sha256: Buffer;
+  sha256?: Buffer;
   checksum?: { algorithm: ChecksumAlgorithm; value: string };
 }
 
@@ -24,6 +24,12 @@ function requestedChecksum(ctx: Ctx): ChecksumAlgorithm | undefined {
     if (trailer === name || header(ctx, name) !== undefined) return a;
   }
   return undefined;
+}
+
+/** Only a stated or deferred payload hash needs the body's SHA-256 (its MD5 is the ETag, always). */
+function needsSha256(ctx: Ctx): boolean {
+  const k = ctx.auth.payload.kind;
+  return k === 'hash' || k === 'deferred';
 }
 
 function isChunked(ctx: Ctx): boolean {
@@ -55,7 +61,7 @@ export function declaredLength(ctx: Ctx): number | undefined {
 
 function verify(ctx: Ctx, d: BodyDigests, expectSize: number | undefined, decoder?: AwsChunkedDecoder): Received {
   const f = d.finish();
-  const shaHex = f.sha256.toString('hex');
+  const shaHex = f.sha256?.toString('hex') ?? '';
   if (expectSize !== undefined && d.size !== expectSize && !isChunked(ctx)) {
     throw new SvcError('IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.');
   }
@@ -93,7 +99,7 @@ export async function receiveToFile(ctx: Ctx, tmp: string, maxSize: number): Pro
     throw new SvcError('MissingContentLength', 'You must provide the Content-Length HTTP header.');
   }
   if ((expect ?? 0) > maxSize) throw new SvcError('EntityTooLarge', 'Your proposed upload exceeds the maximum allowed object size.');
-  const d = new BodyDigests(requestedChecksum(ctx));
+  const d = new BodyDigests(requestedChecksum(ctx), needsSha256(ctx));
   const { stream, decoder } = source(ctx);
   try {
     const tap = new Transform({
@@ -131,7 +137,7 @@ export async function fsyncFile(file: string): Promise<void> {
 
 /** Read a small body (an XML document) into memory, verifying it. */
 export async function receiveSmall(ctx: Ctx, limit: number): Promise<{ body: Buffer; received: Received }> {
-  const d = new BodyDigests(requestedChecksum(ctx));
+  const d = new BodyDigests(requestedChecksum(ctx), needsSha256(ctx));
   const expect = ctx.req.headers['content-length'] !== undefined ? declaredLength(ctx) : undefined;
   if ((expect ?? 0) > limit) throw new SvcError('MalformedXML', 'The XML you provided was too large.');
   const { stream, decoder } = source(ctx);

@@ -85,27 +85,28 @@ export function checksumOf(alg: ChecksumAlgorithm): Running {
   }
 }
 
-/** MD5 + SHA-256 + optional flexible checksum over everything passed to update(). */
+/** MD5 + SHA-256 (when asked for) + optional flexible checksum over everything passed to update(). */
 export class BodyDigests {
   private readonly md5 = createHash('md5');
-  private readonly sha = createHash('sha256');
+  private readonly sha?: Hash;
   private readonly extra?: Running;
   size = 0;
-  private done?: { md5: Buffer; sha256: Buffer; checksum?: Buffer };
+  private done?: { md5: Buffer; sha256?: Buffer; checksum?: Buffer };
 
-  constructor(readonly checksumAlgorithm?: ChecksumAlgorithm) {
+  constructor(readonly checksumAlgorithm?: ChecksumAlgorithm, sha256 = true) {
     if (checksumAlgorithm) this.extra = checksumOf(checksumAlgorithm);
+    if (sha256) this.sha = createHash('sha256');
   }
 
   update(b: Buffer): void {
     this.size += b.length;
     this.md5.update(b);
-    this.sha.update(b);
+    this.sha?.update(b);
     this.extra?.update(b);
   }
 
-  finish(): { md5: Buffer; sha256: Buffer; checksum?: Buffer } {
-    this.done ??= { md5: this.md5.digest(), sha256: this.sha.digest(), checksum: this.extra?.digest() };
+  finish(): { md5: Buffer; sha256?: Buffer; checksum?: Buffer } {
+    this.done ??= { md5: this.md5.digest(), sha256: this.sha?.digest(), checksum: this.extra?.digest() };
     return this.done;
   }
 }

@@ -107,3 +107,42 @@ export async function shStatus(cmd: string): Promise<{ code: number; stdout: str
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Stepper {
+  /** settles once the script has called said(name) */
+  reached(name: string): Promise<void>;
+  /** lets the script past wait(name) */
+  go(name: string): void;
+  done: Promise<{ code: number; stdout: string; stderr: string }>;
+}
+
+/**
+ * A Python script in its own process that the test drives step by step:
+ * `said(name)` tells the test it got somewhere, `wait(name)` blocks until the
+ * test calls go(name). For writes that must be caught half-way (a file still
+ * open while something happens to the mount or the server).
+ */
+export function stepper(script: string): Stepper {
+  const dir = tmpDir('step');
+  const prelude = [
+    'import os, sys, time',
+    `D = ${JSON.stringify(dir)}`,
+    'def said(n): open(os.path.join(D, n), "w").close()',
+    'def wait(n):',
+    '    while not os.path.exists(os.path.join(D, n)): time.sleep(0.02)',
+  ].join('\n');
+  fs.writeFileSync(`${dir}/script.py`, `${prelude}\n${script}\n`);
+  const done = shStatus(`python3 ${dir}/script.py`).finally(() => fs.rmSync(dir, { recursive: true, force: true }));
+  let finished = false;
+  void done.then(() => { finished = true; });
+  return {
+    reached: async (name) => {
+      while (!fs.existsSync(`${dir}/${name}`)) {
+        if (finished) throw new Error(`the script ended before ${name}: ${(await done).stderr}`);
+        await sleep(20);
+      }
+    },
+    go: (name) => fs.writeFileSync(`${dir}/${name}`, ''),
+    done,
+  };
+}
