@@ -7,10 +7,12 @@ import { MountError } from '../fs/mount';
 import { loadConfig, loadCredentials, UsageError } from './config';
 import { makeLogger } from './log';
 import { mountCommand, parseTarget, statusCommand, unmountCommand } from './mount';
-import { serve } from './serve';
-import { demo } from './demo';
 import { installHelper } from './install';
-import { bucketAdd, bucketRemove, loadBuckets, userAdd, userList, userRemove, userRotate } from '../server/admin';
+
+// The server, its SQLite index and the demo load only for the commands that use them: a mount starts sooner.
+const admin = () => require('../server/admin') as typeof import('../server/admin');
+const server = () => require('./serve') as typeof import('./serve');
+const demoRun = () => require('./demo') as typeof import('./demo');
 
 function intArg(min: number, max: number) {
   return (v: string) => {
@@ -32,37 +34,37 @@ function adminCommands(serveCmd: Command): void {
     .option('--write <buckets>', 'buckets it may write, comma-separated, or *', '')
     .addHelpText('after', '\nExample:\n  svcfs serve user add alice --write photos --read backup --data /var/lib/svcfs')
     .action((name: string, o, cmd: Command) => {
-      const u = userAdd(data(cmd), name, o);
+      const u = admin().userAdd(data(cmd), name, o);
       process.stdout.write(`created user "${u.name}" (reads: ${u.read.join(',') || '-'}; writes: ${u.write.join(',') || '-'}):\n  SVC_ACCESS_KEY_ID=${u.accessKeyId}\n  SVC_SECRET_ACCESS_KEY=${u.secretAccessKey}\n`);
     });
   user.command('list')
     .description('users, their access key IDs and permissions (never the secrets)')
     .action((_o, cmd: Command) => {
-      for (const u of userList(data(cmd))) process.stdout.write(`${u.name}\t${u.accessKeyId}\treads ${u.read.join(',') || '-'}\twrites ${u.write.join(',') || '-'}\n`);
+      for (const u of admin().userList(data(cmd))) process.stdout.write(`${u.name}\t${u.accessKeyId}\treads ${u.read.join(',') || '-'}\twrites ${u.write.join(',') || '-'}\n`);
     });
   user.command('remove')
     .description('delete a user; its keys stop working')
     .argument('<name>')
     .action((name: string, _o, cmd: Command) => {
-      userRemove(data(cmd), name);
+      admin().userRemove(data(cmd), name);
       process.stdout.write(`removed user "${name}"\n`);
     });
   user.command('rotate')
     .description('give a user new keys (printed once); the old ones stop working')
     .argument('<name>')
     .action((name: string, _o, cmd: Command) => {
-      const u = userRotate(data(cmd), name);
+      const u = admin().userRotate(data(cmd), name);
       process.stdout.write(`new keys for "${u.name}":\n  SVC_ACCESS_KEY_ID=${u.accessKeyId}\n  SVC_SECRET_ACCESS_KEY=${u.secretAccessKey}\n`);
     });
   const bucket = serveCmd.command('bucket').description('the buckets of a server');
   bucket.command('add').description('create a bucket').argument('<name>').action((name: string, _o, cmd: Command) => {
-    process.stdout.write(bucketAdd(data(cmd), name) ? `created bucket "${name}"\n` : `bucket "${name}" exists\n`);
+    process.stdout.write(admin().bucketAdd(data(cmd), name) ? `created bucket "${name}"\n` : `bucket "${name}" exists\n`);
   });
   bucket.command('list').description('the buckets').action((_o, cmd: Command) => {
-    for (const b of loadBuckets(data(cmd))) process.stdout.write(`${b}\n`);
+    for (const b of admin().loadBuckets(data(cmd))) process.stdout.write(`${b}\n`);
   });
   bucket.command('remove').description('delete an empty bucket').argument('<name>').action((name: string, _o, cmd: Command) => {
-    bucketRemove(data(cmd), name);
+    admin().bucketRemove(data(cmd), name);
     process.stdout.write(`removed bucket "${name}"\n`);
   });
 }
@@ -101,7 +103,7 @@ Examples:
   svcfs serve --data /var/lib/svcfs --host 0.0.0.0 --tls-cert cert.pem --tls-key key.pem --metrics 9100`)
     .action(async (o) => {
       const g = p.opts();
-      await serve(o, makeLogger(g.logLevel, g.logFile, g.logFormat));
+      await server().serve(o, makeLogger(g.logLevel, g.logFile, g.logFormat));
     });
   adminCommands(serveCmd);
 
@@ -150,7 +152,7 @@ Examples:
     .addHelpText('after', '\nExample:\n  svcfs demo            # then, in another terminal: ls -l mnt')
     .action((mountpoint: string, o) => {
       const g = p.opts();
-      return demo({ ...o, mountpoint }, makeLogger(g.logLevel === 'info' ? 'warn' : g.logLevel, g.logFile, g.logFormat));
+      return demoRun().demo({ ...o, mountpoint }, makeLogger(g.logLevel === 'info' ? 'warn' : g.logLevel, g.logFile, g.logFormat));
     });
 
   p.command('unmount')
