@@ -26,6 +26,13 @@
 //     the filesystem would (src/fs/metadata.ts): `ls -l` asks for
 //     security.selinux and system.posix_acl_access of every entry, and each
 //     trip to JavaScript costs a thread hop.
+// 10. Attributes that readdir returns (the filesystem passes them only when
+//     its cache already holds them) answer the getattr that follows for the
+//     same path in the FUSE thread, once, within 5 s: the lookups of `ls -l`
+//     cost no hop to JavaScript. Any operation that may change something
+//     (everything but getattr, fgetattr, access, statfs, readdir, opendir,
+//     releasedir, getxattr, listxattr, read, readlink) empties this cache when
+//     it starts and when it ends, and a listing that overlapped one adds nothing.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -34,7 +41,7 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 7 */';
+const MARK = '/* svcfs patch 8 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
@@ -51,6 +58,94 @@ fs.writeFileSync(jsFile, js);
 let text = fs.readFileSync(src, 'utf8');
 const built = fs.existsSync(path.join(dir, 'build', 'Release', 'fuse.node'));
 if (text.includes(MARK) && built) process.exit(0);
+
+// (10) attributes from readdir for the getattr that follows, in C
+const ATTR_CACHE = `/* svcfs (10): attributes readdir returned, each answering one getattr of its path in the FUSE thread */
+#define SVCFS_AC_BUCKETS 16384
+#define SVCFS_AC_MAX 100000
+#define SVCFS_AC_LIFE_NS 5000000000ULL
+typedef struct svcfs_ac_entry { struct svcfs_ac_entry *next; uint64_t expires; struct stat st; char path[]; } svcfs_ac_entry;
+static svcfs_ac_entry *svcfs_ac[SVCFS_AC_BUCKETS];
+static uint32_t svcfs_ac_count = 0;
+static uint64_t svcfs_ac_gen = 0;
+static pthread_mutex_t svcfs_ac_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t svcfs_ac_hash (const char *dir, const char *name) {
+  uint32_t h = 2166136261u;
+  while (*dir) { h ^= (unsigned char) *dir++; h *= 16777619u; }
+  if (name) { h ^= '/'; h *= 16777619u; while (*name) { h ^= (unsigned char) *name++; h *= 16777619u; } }
+  return h % SVCFS_AC_BUCKETS;
+}
+
+/* something may change: what is cached may be stale, and a listing in flight must not add to it */
+static void svcfs_ac_invalidate (void) {
+  pthread_mutex_lock(&svcfs_ac_lock);
+  svcfs_ac_gen++;
+  for (uint32_t i = 0; svcfs_ac_count > 0 && i < SVCFS_AC_BUCKETS; i++) {
+    svcfs_ac_entry *e = svcfs_ac[i];
+    while (e) { svcfs_ac_entry *n = e->next; free(e); svcfs_ac_count--; e = n; }
+    svcfs_ac[i] = NULL;
+  }
+  pthread_mutex_unlock(&svcfs_ac_lock);
+}
+
+/* before an operation goes to JavaScript: 1 when it may change something (invalidate now and when it ends) */
+static int svcfs_ac_begin (uint32_t op, fuse_thread_locals_t *l) {
+  if (op == op_readdir) {
+    pthread_mutex_lock(&svcfs_ac_lock);
+    l->svcfs_gen = svcfs_ac_gen;
+    pthread_mutex_unlock(&svcfs_ac_lock);
+    return 0;
+  }
+  if (op == op_getattr || op == op_fgetattr || op == op_access || op == op_statfs || op == op_opendir || op == op_releasedir ||
+      op == op_getxattr || op == op_listxattr || op == op_read || op == op_readlink) return 0;
+  svcfs_ac_invalidate();
+  return 1;
+}
+
+/* from readdir's answer (JavaScript thread): the dir's path joined with the entry's name */
+static void svcfs_ac_put (uint64_t gen, const char *dir, const char *name, struct stat *st) {
+  if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return;
+  size_t dl = strlen(dir), nl = strlen(name);
+  int root = dl == 1 && dir[0] == '/';
+  pthread_mutex_lock(&svcfs_ac_lock);
+  if (gen == svcfs_ac_gen && svcfs_ac_count < SVCFS_AC_MAX) {
+    svcfs_ac_entry *e = malloc(sizeof(svcfs_ac_entry) + dl + nl + 2);
+    if (e) {
+      char *p = e->path;
+      if (!root) { memcpy(p, dir, dl); p += dl; }
+      *p++ = '/';
+      memcpy(p, name, nl + 1);
+      e->st = *st;
+      e->expires = uv_hrtime() + SVCFS_AC_LIFE_NS;
+      uint32_t b = svcfs_ac_hash(e->path, NULL);
+      e->next = svcfs_ac[b];
+      svcfs_ac[b] = e;
+      svcfs_ac_count++;
+    }
+  }
+  pthread_mutex_unlock(&svcfs_ac_lock);
+}
+
+/* getattr in the FUSE thread: 1 (and the entry is used up) when readdir left one for this path */
+static int svcfs_ac_take (const char *path, struct stat *st) {
+  int found = 0;
+  pthread_mutex_lock(&svcfs_ac_lock);
+  if (svcfs_ac_count > 0) {
+    svcfs_ac_entry **pe = &svcfs_ac[svcfs_ac_hash(path, NULL)];
+    for (svcfs_ac_entry *e = *pe; e; pe = &e->next, e = e->next) {
+      if (strcmp(e->path, path) != 0) continue;
+      *pe = e->next;
+      svcfs_ac_count--;
+      if (e->expires > uv_hrtime()) { *st = e->st; found = 1; }
+      free(e);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&svcfs_ac_lock);
+  return found;
+}
+`;
 
 const edits = [
   // 1 (and the reason the old patch, which only did this, may be present)
@@ -75,6 +170,15 @@ const edits = [
   // 9 (the Linux getxattr, without the macOS position argument)
   ['FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  l->path = path;',
     'FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  if (strncmp(name, "user.", 5) != 0) return -ENODATA;\n  l->path = path;'],
+  // 10: the cache, its generation in the thread locals, the handler hooks
+  ['  uint32_t caller_umask;\n  napi_ref self;', '  uint32_t caller_umask;\n  napi_ref self;\n  uint64_t svcfs_gen;'],
+  ['// Methods\n\nFUSE_METHOD(statfs', `${ATTR_CACHE}\n// Methods\n\nFUSE_METHOD(statfs`],
+  ['  blk\\\n  uv_async_send(&(l->async));\\\n  uv_sem_wait(&(l->sem));\\\n  return l->res;',
+    '  blk\\\n  int svcfs_change = svcfs_ac_begin(op_##name, l);\\\n  uv_async_send(&(l->async));\\\n  uv_sem_wait(&(l->sem));\\\n  if (svcfs_change) svcfs_ac_invalidate();\\\n  return l->res;'],
+  ['FUSE_METHOD(getattr, 1, 1, (const char *path, struct stat *stat), {\n  l->path = path;',
+    'FUSE_METHOD(getattr, 1, 1, (const char *path, struct stat *stat), {\n  if (path != NULL && svcfs_ac_take(path, stat)) return 0;\n  l->path = path;'],
+  ['      int err = l->readdir_filler((char *) l->buf, name, (struct stat *) &st, 0);',
+    '      int err = l->readdir_filler((char *) l->buf, name, st.st_mode ? (struct stat *) &st : NULL, 0);\n      if (st.st_mode && l->path) svcfs_ac_put(l->svcfs_gen, l->path, name, &st);'],
   // 4
   ['  struct fuse_operations ops = { };\n', '  struct fuse_operations ops = { };\n  ops.flag_nullpath_ok = 1;\n  ops.flag_utime_omit_ok = 1;\n'],
   ['napi_create_string_utf8(env, l->path, NAPI_AUTO_LENGTH', 'napi_create_string_utf8(env, l->path ? l->path : "", NAPI_AUTO_LENGTH'],
@@ -84,7 +188,7 @@ for (const [from, to] of edits) {
   if (!text.includes(from)) throw new Error(`patch-fuse-native: fuse-native.c does not contain the expected text: ${from.slice(0, 60)}`);
   text = text.split(from).join(to);
 }
-if (!text.startsWith(MARK)) text = `${MARK}\n${text}`;
+text = `${MARK}\n${text.replace(/^\/\* svcfs patch \d+ \*\/\n/, '')}`;
 fs.writeFileSync(src, text);
 /** node-gyp: a copy beside us, else the one npm runs install scripts with, else npm's own. */
 function nodeGyp() {

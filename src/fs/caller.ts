@@ -51,10 +51,11 @@ export function recordCallers(fuse: { _handlers: (Handler | undefined)[] }): boo
  */
 export const KEEP_CACHE = 0x40000000;
 
-/** The install-time patch marks the addon's source; the build follows it. */
+/** The install-time patch marks the addon's source (patch 7 brought keep_cache); the build follows it. */
 export function patched(): boolean {
   try {
-    return readFileSync(require.resolve('fuse-native/fuse-native.c'), 'utf8').includes('svcfs patch 7');
+    const m = /svcfs patch (\d+)/.exec(readFileSync(require.resolve('fuse-native/fuse-native.c'), 'utf8').slice(0, 100));
+    return m !== null && Number(m[1]) >= 7;
   } catch {
     return false;
   }

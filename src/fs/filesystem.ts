@@ -202,6 +202,19 @@ export class SvcFs {
     return this.getattr(h.path);
   }
 
+  /**
+   * What getattr of a path would answer from the cache alone, when that stays
+   * true for 5 s (a longer TTL): readdir hands these to the FUSE layer, which
+   * answers the lookup that follows (`ls -l`) without a trip to JavaScript.
+   * Undefined for files being written, completions and anything uncached.
+   */
+  known(path: string): Attr | undefined {
+    if (this.cache.ttlMs < 5000 || this.orphans.has(path) || this.writer.get(path)) return undefined;
+    const a = this.cache.get(path);
+    if (!a || a.partial) return undefined;
+    return a.kind === 'dir' ? this.dirTimes.apply(path, a) : a;
+  }
+
   async readdir(path: string): Promise<string[]> {
     let entries = this.cache.listing(path)?.entries;
     if (!entries) {

@@ -7,6 +7,9 @@ import { caller } from './caller';
 import { E, toErrno } from './errors';
 import { SvcFs } from './filesystem';
 
+/** a readdir entry whose attributes the cache does not hold */
+const NO_STAT = { mode: 0 };
+
 type Cb = (code: number, ...rest: any[]) => void;
 
 export interface OpSummary {
@@ -76,7 +79,11 @@ export function operations(fs: SvcFs, log: Logger, stats = new OpStats()): Recor
     statfs: (_path: string, cb: Cb) => cb(0, { bsize: 1 << 20, frsize: 1 << 20, blocks: 1 << 30, bfree: 1 << 30, bavail: 1 << 30, files: 1 << 30, ffree: 1 << 30, favail: 1 << 30, fsid: 0, flag: 0, namemax: 255 }),
     getattr: (path: string, cb: Cb) => run('getattr', path, cb, () => fs.getattr(path), (a) => [toStat(a)]),
     fgetattr: (path: string, fd: number, cb: Cb) => run('fgetattr', path, cb, () => fs.fgetattr(path, fd), (a) => [toStat(a)]),
-    readdir: (path: string, cb: Cb) => run('readdir', path, cb, () => fs.readdir(path), (names) => [names]),
+    // with each entry, its attributes when the cache holds them (mode 0: none), for the lookups that follow
+    readdir: (path: string, cb: Cb) => run('readdir', path, cb, () => fs.readdir(path), (names) => [names, names.map((n) => {
+      const a = n === '.' || n === '..' ? undefined : fs.known(path === '/' ? `/${n}` : `${path}/${n}`);
+      return a ? toStat(a) : NO_STAT;
+    })]),
     open: (path: string, flags: number, cb: Cb) => run('open', path, cb, () => fs.open(path, flags), (fd) => [fd]),
     create: (path: string, mode: number, cb: Cb) => run('create', path, cb, () => fs.create(path, mode, caller()), (fd) => [fd]),
     read: (path: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => io('read', path, cb, () => fs.read(fd, buf, len, pos)),
