@@ -366,7 +366,7 @@ function chart(rep) {
   const colors = { direct: '#888888', rclone: '#e69f00', s3fs: '#56b4e9', svcfs: '#009e73' };
   const sys = SYSTEMS.filter((s) => Object.values(rep.results).some((r) => r[s]));
   const ws = Object.keys(rep.workloads).filter((k) => rep.results[k]);
-  const W = 860; const labelW = 250; const barMax = 460; const bh = 13; const gap = 12;
+  const W = 1060; const labelW = 250; const barMax = 460; const bh = 13; const gap = 12;
   const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;');
   const out = [];
   let y = 58;
