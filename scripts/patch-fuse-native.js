@@ -22,14 +22,18 @@
 //  8. open can ask the kernel to keep the file's page cache (keep_cache): the
 //     filesystem sets bit 30 of the handle it returns (src/fs/caller.ts
 //     KEEP_CACHE), which the addon clears before storing the handle.
-//  9. getxattr of a name outside user.* answers ENODATA in the FUSE thread, as
+//  9. getxattr of a name outside user.* answers ENOTSUP in the FUSE thread, as
 //     the filesystem would (src/fs/metadata.ts): `ls -l` asks for
-//     security.selinux and system.posix_acl_access of every entry, and each
-//     trip to JavaScript costs a thread hop.
+//     security.selinux and system.posix_acl_access, and each trip to
+//     JavaScript costs a thread hop. ENOTSUP (the namespace is not supported,
+//     as setxattr answers) rather than ENODATA: ls then stops asking for the
+//     rest of the file system (coreutils caches it per device), which saves
+//     two kernel round trips (about 55 us here) per entry of every ls -l.
 // 10. Attributes that readdir returns (the filesystem passes them only when
 //     its cache already holds them) answer the getattr that follows for the
-//     same path in the FUSE thread, once, within 5 s: the lookups of `ls -l`
-//     cost no hop to JavaScript. Any operation that may change something
+//     same path in the FUSE thread, once, within 20 s (the filesystem passes
+//     only attributes its cache keeps that long): the lookups of `ls -l` cost
+//     no hop to JavaScript. Any operation that may change something
 //     (everything but getattr, fgetattr, access, statfs, readdir, opendir,
 //     releasedir, getxattr, listxattr, read, readlink) empties this cache when
 //     it starts and when it ends, and a listing that overlapped one adds nothing.
@@ -41,7 +45,7 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 8 */';
+const MARK = '/* svcfs patch 10 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
@@ -58,12 +62,17 @@ fs.writeFileSync(jsFile, js);
 let text = fs.readFileSync(src, 'utf8');
 const built = fs.existsSync(path.join(dir, 'build', 'Release', 'fuse.node'));
 if (text.includes(MARK) && built) process.exit(0);
+// The edits apply to the addon's original source, kept beside it the first time,
+// so that a later version of this script (a new mark) starts again from it.
+const orig = `${src}.orig`;
+if (!fs.existsSync(orig) && !text.startsWith('/* svcfs patch')) fs.writeFileSync(orig, text);
+if (!text.includes(MARK) && fs.existsSync(orig)) text = fs.readFileSync(orig, 'utf8');
 
 // (10) attributes from readdir for the getattr that follows, in C
 const ATTR_CACHE = `/* svcfs (10): attributes readdir returned, each answering one getattr of its path in the FUSE thread */
 #define SVCFS_AC_BUCKETS 16384
 #define SVCFS_AC_MAX 100000
-#define SVCFS_AC_LIFE_NS 5000000000ULL
+#define SVCFS_AC_LIFE_NS 20000000000ULL
 typedef struct svcfs_ac_entry { struct svcfs_ac_entry *next; uint64_t expires; struct stat st; char path[]; } svcfs_ac_entry;
 static svcfs_ac_entry *svcfs_ac[SVCFS_AC_BUCKETS];
 static uint32_t svcfs_ac_count = 0;
@@ -169,7 +178,7 @@ const edits = [
     '  NAPI_ARGV_INT32(fd, 2)\n  if (fd & 0x40000000) {\n    l->info->keep_cache = 1;\n    fd &= ~0x40000000;\n  }\n  if (fd != 0) {\n    l->info->fh = fd;\n  }\n})\n\nFUSE_METHOD(opendir,'],
   // 9 (the Linux getxattr, without the macOS position argument)
   ['FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  l->path = path;',
-    'FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  if (strncmp(name, "user.", 5) != 0) return -ENODATA;\n  l->path = path;'],
+    'FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  if (strncmp(name, "user.", 5) != 0) return -ENOTSUP;\n  l->path = path;'],
   // 10: the cache, its generation in the thread locals, the handler hooks
   ['  uint32_t caller_umask;\n  napi_ref self;', '  uint32_t caller_umask;\n  napi_ref self;\n  uint64_t svcfs_gen;'],
   ['// Methods\n\nFUSE_METHOD(statfs', `${ATTR_CACHE}\n// Methods\n\nFUSE_METHOD(statfs`],

@@ -23,7 +23,7 @@ install_missing() {
   [ -n "$updated" ] || { $SUDO apt-get update -qq; updated=1; }
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $recommends "${missing[@]}" >/dev/null
 }
-install_missing ceph-mon ceph-osd radosgw ceph-common rclone s3fs python3-boto3 autoconf automake gcc make libglib2.0-bin \
+install_missing ceph-mon ceph-osd radosgw ceph-common rclone s3fs python3-boto3 autoconf automake gcc make libglib2.0-bin strace \
   || { echo "0 passed, 1 failed"; exit 1; }
 # LibreOffice as a desktop user has it (with its recommended fonts and the UNO bridge for Python)
 install_missing --recommends libreoffice-writer-nogui python3-uno || { echo "0 passed, 1 failed"; exit 1; }

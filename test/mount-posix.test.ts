@@ -52,9 +52,17 @@ t.test('POSIX behaviour through the mount', async (t) => {
     const r3 = await shStatus(`ln ${M}/orig ${M}/hard`);
     t.match(r3.stderr, /Operation not permitted/, 'ln (hard link) answers EPERM');
     t.notOk(fs.existsSync(`${M}/hard`));
-    // answered in the FUSE thread (patched fuse-native): ls -l asks for these of every entry
-    t.match((await shStatus(`getfattr -n security.selinux ${M}/orig`)).stderr, /No such attribute/, 'security.* xattrs: none');
-    t.match((await shStatus(`getfattr -n system.posix_acl_access ${M}/orig`)).stderr, /No such attribute/, 'no POSIX ACLs');
+    // answered in the FUSE thread (patched fuse-native): ls -l asks for these, and stops asking once told
+    // the namespace is not supported
+    t.match((await shStatus(`getfattr -n security.selinux ${M}/orig`)).stderr, /Operation not supported/, 'security.* xattrs: not supported');
+    t.match((await shStatus(`getfattr -n system.posix_acl_access ${M}/orig`)).stderr, /Operation not supported/, 'no POSIX ACLs');
+    t.match((await shStatus(`getfattr -n user.none ${M}/orig`)).stderr, /No such attribute/, 'a user.* name that is not set: ENODATA');
+    const trace = `${M}.strace`;
+    t.teardown(() => fs.rmSync(trace, { force: true }));
+    await sh(`strace -f -e trace=lgetxattr,getxattr -o ${trace} ls -l ${M} > /dev/null`);
+    const asked = fs.readFileSync(trace, 'utf8').split('\n').filter((l) => /getxattr\(/.test(l)).length;
+    const entries = fs.readdirSync(M).length;
+    t.ok(entries >= 5 && asked >= 1 && asked <= 4, `ls -l of ${entries} entries asked for ${asked} extended attributes (2 per entry before)`);
     await sh(`setfattr -n user.colour -v blue ${M}/orig`);
     t.match(await sh(`getfattr -n user.colour ${M}/orig`), /user.colour="blue"/, 'user.* xattrs still reach the filesystem');
   });

@@ -37,6 +37,12 @@ export class MetaCache {
     return this.attrs.size;
   }
 
+  /** The attributes cached for a path while they stay valid for at least `ms` more (no listing fallback, no hit counted). */
+  fresh(path: string, ms: number): Attr | undefined {
+    if (this.ttlMs <= 0 || this.attrs.getRemainingTTL(path) < ms) return undefined;
+    return this.attrs.get(path)?.attr ?? undefined;
+  }
+
   /** undefined: unknown; null: known not to exist; else the attributes. */
   get(path: string): Attr | null | undefined {
     if (this.ttlMs <= 0) return undefined;

@@ -23,6 +23,9 @@ import { MemoryBudget } from './budget';
 export const DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024;
 import { Writer, WriterStats } from './writer';
 
+/** how long the addon may use attributes readdir handed it (SVCFS_AC_LIFE_NS in scripts/patch-fuse-native.js) */
+const FUSE_ATTR_LIFE_MS = 20_000;
+
 export interface FsOptions {
   client: SvcClient;
   bucket: string;
@@ -204,13 +207,13 @@ export class SvcFs {
 
   /**
    * What getattr of a path would answer from the cache alone, when that stays
-   * true for 5 s (a longer TTL): readdir hands these to the FUSE layer, which
+   * true for FUSE_ATTR_LIFE_MS more: readdir hands these to the FUSE layer, which
    * answers the lookup that follows (`ls -l`) without a trip to JavaScript.
    * Undefined for files being written, completions and anything uncached.
    */
   known(path: string): Attr | undefined {
-    if (this.cache.ttlMs < 5000 || this.orphans.has(path) || this.writer.get(path)) return undefined;
-    const a = this.cache.get(path);
+    if (this.orphans.has(path) || this.writer.get(path)) return undefined;
+    const a = this.cache.fresh(path, FUSE_ATTR_LIFE_MS);
     if (!a || a.partial) return undefined;
     return a.kind === 'dir' ? this.dirTimes.apply(path, a) : a;
   }

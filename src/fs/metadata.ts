@@ -97,7 +97,8 @@ export class Metadata {
   }
 
   async getxattr(path: string, name: string): Promise<Buffer> {
-    if (!name.startsWith('user.')) throw fsError(E.ENODATA);
+    // other namespaces (security.*, system.posix_acl_*) are not supported, as setxattr says
+    if (!name.startsWith('user.')) throw fsError(E.ENOTSUP);
     const a = await this.d.getattr(path);
     if (name.startsWith(xattr.TAG)) {
       const tags = await this.d.client.getTags(this.d.bucket, this.objectKey(path, a));
