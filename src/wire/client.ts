@@ -295,6 +295,9 @@ export class SvcClient {
       method: o.method as Dispatcher.HttpMethod,
       headers: signed,
       body: o.body === undefined ? undefined : bodyStream(o.body),
+      // undici closes the connection after every HEAD (for servers that send a body anyway);
+      // S3-style stores do not, and a mount's lookups are HEADs: keep the connection
+      reset: false,
     });
     const rh = lowerHeaders(res.headers as Record<string, string | string[]>);
     if ((res.statusCode >= 200 && res.statusCode < 300) || o.accept?.includes(res.statusCode)) {
