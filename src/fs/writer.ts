@@ -265,7 +265,7 @@ export class Writer {
       baseEtag: st.base?.etag, meta: metaFromAttr(st.attr), contentType: contentTypeFor(st.path), state, updated: Date.now(),
       multipart: st.multipart, streaming: st.streamer?.id,
     };
-    this.journal.write(rec);
+    this.journal.write(rec, state === 'pending');
     st.journaled = state;
   }
 
