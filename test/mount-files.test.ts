@@ -134,6 +134,13 @@ f.close()
     t.equal((await sh(`stat -c '%a %F' ${M}/plain`)).trim(), '755 directory', 'an implicit directory');
   });
 
+  t.test('the kernel reads ahead 1 MiB, not 128 KiB (a reader that computes between reads overlaps the next round trip)', async (t) => {
+    const dev = (await sh(`mountpoint -d ${M}`)).trim();
+    let kb = '';
+    for (let i = 0; i < 30 && kb !== '1024'; i++, await sleep(100)) kb = fs.readFileSync(`/sys/class/bdi/${dev}/read_ahead_kb`, 'utf8').trim();
+    t.equal(kb, '1024', `read_ahead_kb of ${dev}`);
+  });
+
   t.test('a file read again is served from the page cache while unchanged, and read anew once changed', async (t) => {
     const gets = async () => ((await m.status()).requests.get ?? 0) as number;
     const data = randomBytes(6 * MiB);

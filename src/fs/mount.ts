@@ -128,6 +128,32 @@ async function chooseConditionalMode(c: MountConfig, prefix: string): Promise<Co
   return probeConditionalWrites(c.client, c.bucket, prefix, c.log);
 }
 
+/** The kernel's read-ahead for this mount, in KiB (its default for FUSE is 128). */
+export const READ_AHEAD_KB = 1024;
+
+/**
+ * With the default 128 KiB the kernel asks for the next pages only when a
+ * reader needs them, so a program that computes between reads (md5sum, gzip)
+ * waits for each round trip: cold md5sum of 256 MiB took 1.19 s, 0.91 s with
+ * 1 MiB. The knob is the mount's backing device in sysfs, found through
+ * /proc/self/mountinfo (never a stat of the mount from the process serving it).
+ * Root only; others keep the kernel's default. Raised only, never lowered.
+ */
+function raiseReadAhead(mountpoint: string, log: Logger): void {
+  try {
+    const target = path.resolve(mountpoint);
+    const line = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.split(' ')[4] === target).pop();
+    const dev = line?.split(' ')[2];
+    if (!dev || !/^\d+:\d+$/.test(dev)) return;
+    const knob = `/sys/class/bdi/${dev}/read_ahead_kb`;
+    if (Number(fs.readFileSync(knob, 'utf8')) >= READ_AHEAD_KB) return;
+    fs.writeFileSync(knob, String(READ_AHEAD_KB));
+    log.debug({ dev, kb: READ_AHEAD_KB }, 'read-ahead raised');
+  } catch (e) {
+    log.debug({ err: (e as Error).message }, 'read-ahead left at the kernel default');
+  }
+}
+
 export async function runMount(c: MountConfig): Promise<void> {
   checkMountpoint(c);
   await checkBucket(c.client, c.endpoint, c.bucket);
@@ -177,6 +203,8 @@ export async function runMount(c: MountConfig): Promise<void> {
   }
   await new Promise<void>((ok, ko) => fuse.mount((err: Error | null) => (err ? ko(new MountError(`mount failed: ${err.message}`)) : ok())));
   c.log.info({ bucket: c.bucket, prefix: c.prefix, mountpoint: c.mountpoint, endpoint: c.endpoint }, 'mounted');
+  // after the kernel's INIT exchange, which sets the read-ahead to what libfuse 2 negotiates (128 KiB)
+  for (const ms of [200, 1000]) setTimeout(() => raiseReadAhead(c.mountpoint, c.log), ms).unref();
 
   const started = Date.now();
   const status = () => {
