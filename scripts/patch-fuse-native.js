@@ -51,6 +51,8 @@ const jsFile = path.join(dir, 'index.js');
 const jsEdits = [
   ['    this.ops.getattr(path, (err, stat) => {\n      if (err) return signal(err)\n', '    this.ops.fgetattr(path, fd, (err, stat) => {\n      if (err) return signal(err)\n'],
   ['  ints[6] = (stat && stat.nlink) || 1\n', "  ints[6] = (stat && typeof stat.nlink === 'number') ? stat.nlink : 1\n"],
+  // (10) readdir's attributes may come already in array form (src/fs/attrs.ts writeStat)
+  ['      if (stats) stats = stats.map(getStatArray)\n', '      if (stats) stats = stats.map((s) => (s instanceof Uint32Array ? s : getStatArray(s)))\n'],
 ];
 let js = fs.readFileSync(jsFile, 'utf8');
 for (const [from, to] of jsEdits) {

@@ -2,13 +2,21 @@
 // convention to a SvcFs method (errors become negative errno values). Handlers
 // that create entries read the caller synchronously, before any await.
 import type { Logger } from 'pino';
-import { toStat } from './attrs';
+import { STAT_INTS, toStat, writeStat } from './attrs';
 import { caller } from './caller';
 import { E, toErrno } from './errors';
 import { SvcFs } from './filesystem';
 
-/** a readdir entry whose attributes the cache does not hold */
-const NO_STAT = { mode: 0 };
+/** The attributes of a listing's entries in fuse-native's array form, one view per entry (all zero: not known). */
+function knownStats(fs: SvcFs, path: string, names: string[]): Uint32Array[] {
+  const all = new Uint32Array(names.length * STAT_INTS);
+  return names.map((n, i) => {
+    const at = i * STAT_INTS;
+    const a = n === '.' || n === '..' ? undefined : fs.known(path === '/' ? `/${n}` : `${path}/${n}`);
+    if (a) writeStat(a, all, at);
+    return all.subarray(at, at + STAT_INTS);
+  });
+}
 
 type Cb = (code: number, ...rest: any[]) => void;
 
@@ -80,10 +88,7 @@ export function operations(fs: SvcFs, log: Logger, stats = new OpStats()): Recor
     getattr: (path: string, cb: Cb) => run('getattr', path, cb, () => fs.getattr(path), (a) => [toStat(a)]),
     fgetattr: (path: string, fd: number, cb: Cb) => run('fgetattr', path, cb, () => fs.fgetattr(path, fd), (a) => [toStat(a)]),
     // with each entry, its attributes when the cache holds them (mode 0: none), for the lookups that follow
-    readdir: (path: string, cb: Cb) => run('readdir', path, cb, () => fs.readdir(path), (names) => [names, names.map((n) => {
-      const a = n === '.' || n === '..' ? undefined : fs.known(path === '/' ? `/${n}` : `${path}/${n}`);
-      return a ? toStat(a) : NO_STAT;
-    })]),
+    readdir: (path: string, cb: Cb) => run('readdir', path, cb, () => fs.readdir(path), (names) => [names, knownStats(fs, path, names)]),
     open: (path: string, flags: number, cb: Cb) => run('open', path, cb, () => fs.open(path, flags), (fd) => [fd]),
     create: (path: string, mode: number, cb: Cb) => run('create', path, cb, () => fs.create(path, mode, caller()), (fd) => [fd]),
     read: (path: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => io('read', path, cb, () => fs.read(fd, buf, len, pos)),
