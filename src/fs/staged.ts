@@ -165,7 +165,7 @@ export class Staged {
       }
       await Promise.all(jobs);
     }
-    const { bytesWritten } = await this.fh.write(buf, 0, len, pos);
+    const bytesWritten = fs.writeSync(this.fh.fd, buf, 0, len, pos);
     // The upload needs every byte of the base: start reading it now, in the
     // background, so that a change made elsewhere meanwhile finds it already read.
     if (!this.prefetching && this.baseLimit > 0) this.prefetching = this.fillAll(4).catch(() => undefined); // a failure shows again at upload
