@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { SvcClient } from '../wire/client';
 import { Attr } from './attrs';
 import type { PartStreamer } from './streamer';
+import { readRange } from './uploader';
 
 export const FILL_CHUNK = 1024 * 1024;
 
@@ -186,14 +187,8 @@ export class Staged {
   }
 
   /** Bytes of the staging file as they are (no fetching from the base): for parts sent while writing. */
-  async readStaged(buf: Buffer, len: number, pos: number): Promise<number> {
-    let n = 0;
-    while (n < len) {
-      const { bytesRead } = await this.fh.read(buf, n, len - n, pos + n);
-      if (bytesRead === 0) break;
-      n += bytesRead;
-    }
-    return n;
+  readStaged(into: Buffer, len: number, pos: number): Promise<Buffer> {
+    return readRange(this.fh, pos, len, into);
   }
 
   /** fsync the staging file, so staged data survives a crash of the mount. */

@@ -37,7 +37,7 @@ export interface StreamerOptions {
   /** metadata (without times) and content type of the object */
   create: Pick<PutOptions, 'meta' | 'contentType'>;
   /** read `len` bytes of the staging file at `pos` */
-  read: (buf: Buffer, len: number, pos: number) => Promise<number>;
+  read: (into: Buffer, len: number, pos: number) => Promise<Buffer>;
   /** the multipart upload was created (its id is known) */
   started?: () => void;
 }
@@ -118,9 +118,8 @@ export class PartStreamer {
       try {
         const uploadId = await this.start();
         buf = this.o.budget.alloc(ps);
-        const n = await this.o.read(buf, ps, i * ps);
-        if (n !== ps) throw new Error(`staging file short at part ${i + 1}`);
-        const etag = await this.o.client.uploadPart(this.o.bucket, this.o.key, uploadId, i + 1, buf.subarray(0, ps));
+        const body = await this.o.read(buf, ps, i * ps);
+        const etag = await this.o.client.uploadPart(this.o.bucket, this.o.key, uploadId, i + 1, body);
         if (!s.stale) {
           this.etags[i] = etag;
           this.sent++;

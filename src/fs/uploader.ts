@@ -76,7 +76,8 @@ export function partSizeFor(size: number, t: UploadTuning): number {
   return Math.max(t.partSize, Math.ceil(needed / MiB) * MiB);
 }
 
-async function readRange(fh: fs.promises.FileHandle, start: number, length: number, into?: Buffer): Promise<Buffer> {
+/** `length` bytes of a staging file from `start`, into `into` when given; a short file is an error. */
+export async function readRange(fh: fs.promises.FileHandle, start: number, length: number, into?: Buffer): Promise<Buffer> {
   const buf = into ? into.subarray(0, length) : Buffer.allocUnsafe(length);
   let n = 0;
   while (n < length) {
