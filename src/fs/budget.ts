@@ -33,10 +33,10 @@ export class MemoryBudget {
     return Math.min(bytes, this.limit);
   }
 
-  /** Take bytes if there is room now. */
-  tryTake(bytes: number): boolean {
+  /** Take bytes if there is room now, with `leave` bytes still free after. */
+  tryTake(bytes: number, leave = 0): boolean {
     bytes = this.clamp(bytes);
-    if (this.waiting.length || this.used + bytes > this.limit) return false;
+    if (this.waiting.length || this.used + bytes + leave > this.limit) return false;
     this.take(bytes);
     return true;
   }

@@ -108,7 +108,9 @@ export class Reader {
     if (!c) {
       const start = i * this.tune.chunkSize;
       const end = Math.min(this.size, start + this.tune.chunkSize);
-      if (!this.budget.tryTake(end - start)) return undefined;
+      // read-ahead leaves room for one upload part of the same size: readers that keep the
+      // budget full would otherwise starve a file being written (its parts wait for close)
+      if (!this.budget.tryTake(end - start, this.tune.chunkSize)) return undefined;
       const buf = this.budget.alloc(end - start);
       this.held.set(i, { bytes: end - start, buf });
       c = this.fetch(start, end, buf);
