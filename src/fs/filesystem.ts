@@ -269,7 +269,10 @@ export class SvcFs {
     if (!write) {
       if (st) {
         st.refs++;
-        return this.addHandle({ path, flags, staged: st });
+        const fd = this.addHandle({ path, flags, staged: st });
+        // an uploaded, unchanged staged file holds its object's bytes: pages read through it are that
+        // ETag's (close(2) returns before the kernel's RELEASE, so the next open can land here)
+        return !st.dirty && this.pages.keep(path, st.attr.etag) ? fd | KEEP_CACHE : fd;
       }
       const a = await this.getattr(path);
       if (a.kind === 'dir') throw fsError(E.EISDIR);
