@@ -37,6 +37,13 @@
 //     (everything but getattr, fgetattr, access, statfs, readdir, opendir,
 //     releasedir, getxattr, listxattr, read, readlink) empties this cache when
 //     it starts and when it ends, and a listing that overlapped one adds nothing.
+// 11. Reads answered in the FUSE thread: the filesystem hands the addon, per
+//     open file, the chunk of the file it fetched last (Fuse.svcfsWindow(fh,
+//     start, buffer), null to take it back before the buffer is reused); a read
+//     that lies inside it is copied from there without a hop to JavaScript.
+//     Sequential reads of 128 KiB then cost one hop per 8 MiB chunk instead of
+//     64 (the CPU the mount spends per byte read was most of the distance to a
+//     plain GET on 2 cores).
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -45,7 +52,7 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 10 */';
+const MARK = '/* svcfs patch 11 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
@@ -53,6 +60,8 @@ const jsEdits = [
   ['  ints[6] = (stat && stat.nlink) || 1\n', "  ints[6] = (stat && typeof stat.nlink === 'number') ? stat.nlink : 1\n"],
   // (10) readdir's attributes may come already in array form (src/fs/attrs.ts writeStat)
   ['      if (stats) stats = stats.map(getStatArray)\n', '      if (stats) stats = stats.map((s) => (s instanceof Uint32Array ? s : getStatArray(s)))\n'],
+  // (11) the read window, for the filesystem to call
+  ['Fuse.EPERM = -1\n', 'Fuse.svcfsWindow = binding.fuse_native_svcfs_window\nFuse.EPERM = -1\n'],
 ];
 let js = fs.readFileSync(jsFile, 'utf8');
 for (const [from, to] of jsEdits) {
@@ -158,7 +167,61 @@ static int svcfs_ac_take (const char *path, struct stat *st) {
 }
 `;
 
+// (11) per open file, a range of its bytes held by JavaScript, answering reads inside it in the FUSE thread
+const READ_WINDOW = `/* svcfs (11): per open file, one range of its bytes that JavaScript holds; reads inside it need no hop */
+#define SVCFS_RW_SLOTS 4096
+typedef struct { uint64_t fh; int64_t start; size_t len; char *data; napi_ref ref; } svcfs_rw_t;
+static svcfs_rw_t svcfs_rw[SVCFS_RW_SLOTS];
+static pthread_rwlock_t svcfs_rw_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+/* read in the FUSE thread: 1 when the whole range was copied from the file's window */
+static int svcfs_rw_take (uint64_t fh, char *buf, size_t len, off_t offset) {
+  int done = 0;
+  svcfs_rw_t *w = &svcfs_rw[fh % SVCFS_RW_SLOTS];
+  pthread_rwlock_rdlock(&svcfs_rw_lock);
+  if (w->data != NULL && w->fh == fh && offset >= w->start && (int64_t) (offset + len) <= w->start + (int64_t) w->len) {
+    memcpy(buf, w->data + (offset - w->start), len);
+    done = 1;
+  }
+  pthread_rwlock_unlock(&svcfs_rw_lock);
+  return done;
+}
+
+/* Fuse.svcfsWindow(fh, start, buffer | null), from JavaScript: the buffer is kept referenced while it is the window */
+NAPI_METHOD(fuse_native_svcfs_window) {
+  NAPI_ARGV(3)
+  uint32_t fh = 0;
+  int64_t start = 0;
+  bool isbuf = false;
+  char *data = NULL;
+  size_t len = 0;
+  napi_ref ref = NULL, old = NULL;
+  napi_get_value_uint32(env, argv[0], &fh);
+  napi_get_value_int64(env, argv[1], &start);
+  napi_is_buffer(env, argv[2], &isbuf);
+  if (isbuf) {
+    napi_get_buffer_info(env, argv[2], (void **) &data, &len);
+    napi_create_reference(env, argv[2], 1, &ref);
+  }
+  svcfs_rw_t *w = &svcfs_rw[fh % SVCFS_RW_SLOTS];
+  pthread_rwlock_wrlock(&svcfs_rw_lock);
+  /* a slot another open file holds is taken over (its reads go to JavaScript); clearing touches only one's own */
+  if (isbuf || w->fh == fh) {
+    old = w->ref;
+    w->fh = fh; w->start = start; w->len = len; w->data = data; w->ref = ref;
+  }
+  pthread_rwlock_unlock(&svcfs_rw_lock);
+  if (old != NULL) napi_delete_reference(env, old);
+  return NULL;
+}
+`;
+
 const edits = [
+  // 11: the window, the read handler's shortcut, the export
+  ['// Methods\n\nFUSE_METHOD(statfs', `${READ_WINDOW}\n// Methods\n\nFUSE_METHOD(statfs`],
+  ['FUSE_METHOD(read, 6, 2, (const char *path, char *buf, size_t len, off_t offset, struct fuse_file_info *info), {\n  l->path = path;',
+    'FUSE_METHOD(read, 6, 2, (const char *path, char *buf, size_t len, off_t offset, struct fuse_file_info *info), {\n  if (info != NULL && svcfs_rw_take(info->fh, buf, len, offset)) return (int) len;\n  l->path = path;'],
+  ['  NAPI_EXPORT_FUNCTION(fuse_native_unmount)\n', '  NAPI_EXPORT_FUNCTION(fuse_native_unmount)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_window)\n'],
   // 1 (and the reason the old patch, which only did this, may be present)
   ['FUSE_UINT64_TO_INTS_ARGV(l->atime, 5)', 'FUSE_UINT64_TO_INTS_ARGV(l->mtime, 5)'],
   // 2

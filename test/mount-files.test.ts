@@ -141,6 +141,35 @@ f.close()
     t.equal(kb, '1024', `read_ahead_kb of ${dev}`);
   });
 
+  t.test('reads inside a chunk already fetched are answered in the FUSE thread, with the right bytes', async (t) => {
+    const reads = async () => ((await m.status()).operations.read?.count ?? 0) as number;
+    const data = randomBytes(24 * MiB + 12345);
+    await c.put(B, 'windowed.bin', data); // not written through the mount: no pages cached yet
+    await sleep(2100);
+    const r0 = await reads();
+    t.equal((await sh(`dd if=${M}/windowed.bin bs=128k status=none | md5sum`)).split(' ')[0], md5(data), 'sequential read');
+    const hops = (await reads()) - r0;
+    // (~6 per 8 MiB chunk: the first reads of each, which arrive before it is fetched; all 193 without the window)
+    t.ok(hops > 0 && hops < data.length / 131072 / 2, `${hops} of ~${Math.ceil(data.length / 131072)} reads of 128 KiB reached JavaScript`);
+    // another object (the first one's pages are cached now): jumps back and forth, across chunk
+    // boundaries and to the end; every range has the object's bytes
+    await c.put(B, 'windowed2.bin', data);
+    await sleep(2100);
+    fs.writeFileSync(`${local}/windowed.bin`, data);
+    const out = await sh(`python3 -c "
+import os
+a = open('${local}/windowed.bin', 'rb').read()
+fd = os.open('${M}/windowed2.bin', os.O_RDONLY)
+bad = 0
+for off, n in [(0, 131072), (8388608 - 4096, 8192), (5 << 20, 1 << 20), (100, 7000), (16 << 20, 300000), (len(a) - 5000, 10000), (8 << 20, 131072), (3 << 20, 131072)]:
+    b = os.pread(fd, n, off)
+    bad += b != a[off:off + n]
+os.close(fd)
+print(bad)
+"`);
+    t.equal(out.trim(), '0', 'every range read back as written');
+  });
+
   t.test('a file read again is served from the page cache while unchanged, and read anew once changed', async (t) => {
     const gets = async () => ((await m.status()).requests.get ?? 0) as number;
     const data = randomBytes(6 * MiB);

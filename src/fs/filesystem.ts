@@ -49,6 +49,8 @@ export interface FsOptions {
   reader?: ReaderTuning;
   /** the addon can keep the kernel's page cache of a file across opens (patched fuse-native) */
   keepCache?: boolean;
+  /** hands the addon the chunk of an open file its last read came from (patched fuse-native: Fuse.svcfsWindow) */
+  readWindow?: (fd: number, start: number, data: Buffer | null) => void;
   /** bytes all read-ahead chunks and upload parts may hold together (-o memory_limit) */
   memoryLimit?: number;
 }
@@ -276,7 +278,10 @@ export class SvcFs {
       }
       const a = await this.getattr(path);
       if (a.kind === 'dir') throw fsError(E.EISDIR);
-      const fd = this.addHandle({ path, flags, attr: a, reader: new Reader(this.client, this.o.bucket, this.key(path), a.size, a.etag, this.o.reader ?? DEFAULT_TUNING, this.budget) });
+      const reader = new Reader(this.client, this.o.bucket, this.key(path), a.size, a.etag, this.o.reader ?? DEFAULT_TUNING, this.budget);
+      const fd = this.addHandle({ path, flags, attr: a, reader });
+      const win = this.o.readWindow;
+      if (win) reader.onWindow = (start, data) => win(fd, start, data);
       return this.pages.keep(path, a.etag) ? fd | KEEP_CACHE : fd;
     }
     this.pages.forget(path);

@@ -46,7 +46,15 @@ export class Reader {
   private pieces: Piece[] = [];
   private lastEnd = -1;
   private streak = 0;
+  /** the chunk handed to `onWindow` (-1: none) */
+  private shown = -1;
   bytesFetched = 0;
+  /**
+   * Given the chunk the last read was served from, the FUSE addon answers the
+   * reads inside it without a trip here (null: take it back, before its buffer
+   * goes back to the pool).
+   */
+  onWindow?: (start: number, data: Buffer | null) => void;
 
   constructor(
     private readonly client: SvcClient,
@@ -64,6 +72,10 @@ export class Reader {
   }
 
   private drop(i: number): void {
+    if (i === this.shown) {
+      this.shown = -1;
+      this.onWindow?.(0, null);
+    }
     const c = this.chunks.get(i);
     this.chunks.delete(i);
     const h = this.held.get(i);
@@ -125,7 +137,10 @@ export class Reader {
   async read(buf: Buffer, len: number, pos: number): Promise<number> {
     if (pos >= this.size) return 0;
     const end = Math.min(this.size, pos + len);
-    this.streak = pos === this.lastEnd ? this.streak + 1 : 0;
+    const cs = this.tune.chunkSize;
+    // reads the addon answered from the window never came here: the reader went on through it
+    const through = this.shown >= 0 && this.lastEnd >= this.shown * cs && pos > this.lastEnd && pos <= (this.shown + 1) * cs;
+    this.streak = pos === this.lastEnd ? this.streak + 1 : through ? this.streak + Math.ceil((pos - this.lastEnd) / len) + 1 : 0;
     this.lastEnd = end;
     if (this.streak >= 2 || this.chunks.has(Math.floor(pos / this.tune.chunkSize))) return this.readSequential(buf, pos, end);
     return this.readRandom(buf, pos, end);
@@ -144,13 +159,19 @@ export class Reader {
     if (needed.some((c) => !c)) return this.fetch(pos, end).then((b) => b.copy(buf, 0));
     for (let i = last + 1; i <= Math.min(lastChunk, last + ahead); i++) if (!this.chunk(i)) break;
     let n = 0;
+    let data: Buffer = Buffer.alloc(0);
     for (let i = first; i <= last; i++) {
-      const data = await needed[i - first]!;
+      data = await needed[i - first]!;
       const cstart = i * cs;
       const from = Math.max(pos, cstart) - cstart;
       const to = Math.min(end, cstart + data.length) - cstart;
       data.copy(buf, n, from, to);
       n += to - from;
+    }
+    // (synchronously after the await: the chunk is still held, not dropped and recycled meanwhile)
+    if (first === last && this.onWindow && this.shown !== first && this.chunks.get(first) === needed[0]) {
+      this.shown = first;
+      this.onWindow(first * cs, data);
     }
     return n;
   }
