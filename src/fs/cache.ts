@@ -39,8 +39,12 @@ export class MetaCache {
 
   /** The attributes cached for a path while they stay valid for at least `ms` more (no listing fallback, no hit counted). */
   fresh(path: string, ms: number): Attr | undefined {
-    if (this.ttlMs <= 0 || this.attrs.getRemainingTTL(path) < ms) return undefined;
-    return this.attrs.get(path)?.attr ?? undefined;
+    if (this.ttlMs <= 0) return undefined;
+    if (this.attrs.has(path)) return this.attrs.getRemainingTTL(path) < ms ? undefined : this.attrs.get(path)?.attr ?? undefined;
+    const slash = path.lastIndexOf('/');
+    const parent = slash <= 0 ? '/' : path.slice(0, slash);
+    if (this.dirs.getRemainingTTL(parent) < ms) return undefined;
+    return this.dirs.get(parent)?.entries.get(path.slice(slash + 1));
   }
 
   /** undefined: unknown; null: known not to exist; else the attributes. */
@@ -86,16 +90,21 @@ export class MetaCache {
     return l;
   }
 
+  /**
+   * A directory's listing answers for each of its entries (get falls back to it)
+   * while it lives: nothing per path is added, which for 100,000 entries was two
+   * more LRU entries each (tens of MiB). Paths cached on their own go, so that
+   * the listing is what answers.
+   */
   setListing(path: string, entries: Map<string, Attr>): void {
     for (const [name, a] of entries) {
       const p = path === '/' ? `/${name}` : `${path}/${name}`;
       // A listing without metadata: what this mount wrote or last saw of the
       // same version (same ETag) still holds its mode, owner and times.
-      const prev = a.partial ? this.known.get(p) : undefined;
-      const kept = prev && !prev.partial && prev.kind === a.kind && (a.kind === 'dir' || prev.etag === a.etag) ? { ...prev, size: a.size, etag: a.etag } : a;
-      if (kept !== a) entries.set(name, kept);
-      if (this.ttlMs > 0) this.attrs.set(p, { attr: kept });
-      this.known.set(p, kept);
+      const prev = this.known.size ? this.known.get(p) : undefined;
+      if (a.partial && prev && !prev.partial && prev.kind === a.kind && (a.kind === 'dir' || prev.etag === a.etag)) entries.set(name, { ...prev, size: a.size, etag: a.etag });
+      else if (prev) this.known.delete(p); // a revalidation must not answer with something older than this listing
+      if (this.attrs.size) this.attrs.delete(p);
     }
     if (this.ttlMs > 0) this.dirs.set(path, { entries });
   }
