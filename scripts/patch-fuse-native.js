@@ -52,20 +52,23 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 11 */';
+const MARK = '/* svcfs patch 12 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
   ['    this.ops.getattr(path, (err, stat) => {\n      if (err) return signal(err)\n', '    this.ops.fgetattr(path, fd, (err, stat) => {\n      if (err) return signal(err)\n'],
   ['  ints[6] = (stat && stat.nlink) || 1\n', "  ints[6] = (stat && typeof stat.nlink === 'number') ? stat.nlink : 1\n"],
   // (10) readdir's attributes may come already in array form (src/fs/attrs.ts writeStat)
-  ['      if (stats) stats = stats.map(getStatArray)\n', '      if (stats) stats = stats.map((s) => (s instanceof Uint32Array ? s : getStatArray(s)))\n'],
+  // (an earlier version of this script let each entry be a view: that edit is replaced too)
+  ['      if (stats) stats = stats.map(getStatArray)\n', '      if (stats && !(stats instanceof Uint32Array)) stats = stats.map(getStatArray)\n',
+    '      if (stats) stats = stats.map((s) => (s instanceof Uint32Array ? s : getStatArray(s)))\n'],
   // (11) the read window, for the filesystem to call
   ['Fuse.EPERM = -1\n', 'Fuse.svcfsWindow = binding.fuse_native_svcfs_window\nFuse.EPERM = -1\n'],
 ];
 let js = fs.readFileSync(jsFile, 'utf8');
-for (const [from, to] of jsEdits) {
+for (const [first, to, ...older] of jsEdits) {
   if (js.includes(to)) continue;
+  const from = [first, ...older].find((f) => js.includes(f)) ?? first;
   if (!js.includes(from)) throw new Error(`patch-fuse-native: index.js does not contain the expected text: ${from.slice(0, 60)}`);
   js = js.replace(from, to);
 }
@@ -84,7 +87,8 @@ const ATTR_CACHE = `/* svcfs (10): attributes readdir returned, each answering o
 #define SVCFS_AC_BUCKETS 16384
 #define SVCFS_AC_MAX 100000
 #define SVCFS_AC_LIFE_NS 20000000000ULL
-typedef struct svcfs_ac_entry { struct svcfs_ac_entry *next; uint64_t expires; struct stat st; char path[]; } svcfs_ac_entry;
+/* the stat in fuse-native's array form (18 ints, half a struct stat): 100,000 entries of a listing are all here at once */
+typedef struct svcfs_ac_entry { struct svcfs_ac_entry *next; uint64_t expires; uint32_t ints[18]; char path[]; } svcfs_ac_entry;
 static svcfs_ac_entry *svcfs_ac[SVCFS_AC_BUCKETS];
 static uint32_t svcfs_ac_count = 0;
 static uint64_t svcfs_ac_gen = 0;
@@ -124,7 +128,7 @@ static int svcfs_ac_begin (uint32_t op, fuse_thread_locals_t *l) {
 }
 
 /* from readdir's answer (JavaScript thread): the dir's path joined with the entry's name */
-static void svcfs_ac_put (uint64_t gen, const char *dir, const char *name, struct stat *st) {
+static void svcfs_ac_put (uint64_t gen, const char *dir, const char *name, uint32_t *ints) {
   if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return;
   size_t dl = strlen(dir), nl = strlen(name);
   int root = dl == 1 && dir[0] == '/';
@@ -136,7 +140,7 @@ static void svcfs_ac_put (uint64_t gen, const char *dir, const char *name, struc
       if (!root) { memcpy(p, dir, dl); p += dl; }
       *p++ = '/';
       memcpy(p, name, nl + 1);
-      e->st = *st;
+      memcpy(e->ints, ints, sizeof(e->ints));
       e->expires = uv_hrtime() + SVCFS_AC_LIFE_NS;
       uint32_t b = svcfs_ac_hash(e->path, NULL);
       e->next = svcfs_ac[b];
@@ -157,7 +161,7 @@ static int svcfs_ac_take (const char *path, struct stat *st) {
       if (strcmp(e->path, path) != 0) continue;
       *pe = e->next;
       svcfs_ac_count--;
-      if (e->expires > uv_hrtime()) { *st = e->st; found = 1; }
+      if (e->expires > uv_hrtime()) { populate_stat(e->ints, st); found = 1; }
       free(e);
       break;
     }
@@ -252,7 +256,14 @@ const edits = [
   ['FUSE_METHOD(getattr, 1, 1, (const char *path, struct stat *stat), {\n  l->path = path;',
     'FUSE_METHOD(getattr, 1, 1, (const char *path, struct stat *stat), {\n  if (path != NULL && svcfs_ac_take(path, stat)) return 0;\n  l->path = path;'],
   ['      int err = l->readdir_filler((char *) l->buf, name, (struct stat *) &st, 0);',
-    '      int err = l->readdir_filler((char *) l->buf, name, st.st_mode ? (struct stat *) &st : NULL, 0);\n      if (st.st_mode && l->path) svcfs_ac_put(l->svcfs_gen, l->path, name, &st);'],
+    '      int err = l->readdir_filler((char *) l->buf, name, st.st_mode ? (struct stat *) &st : NULL, 0);\n      if (st.st_mode && l->path) svcfs_ac_put(l->svcfs_gen, l->path, name, stats_array);'],
+  // the stats may come as one Uint32Array of 18 ints per name (no object per entry: 100,000 of them were ~10 MiB)
+  ['  napi_get_array_length(env, argv[3], &stats_length);\n',
+    '  bool svcfs_listed = true;\n  uint32_t *svcfs_flat = NULL;\n  napi_is_array(env, argv[3], &svcfs_listed);\n' +
+    '  if (svcfs_listed) napi_get_array_length(env, argv[3], &stats_length);\n' +
+    '  else { size_t n = 0; napi_get_buffer_info(env, argv[3], (void **) &svcfs_flat, &n); stats_length = n / (18 * sizeof(uint32_t)); }\n'],
+  ['      napi_value raw_stat;\n      napi_get_element(env, raw_stats, i, &raw_stat);\n\n      NAPI_BUFFER_CAST(uint32_t*, stats_array, raw_stat);\n',
+    '      uint32_t *stats_array = svcfs_flat + (size_t) i * 18;\n      if (svcfs_flat == NULL) {\n        napi_value raw_stat;\n        napi_get_element(env, raw_stats, i, &raw_stat);\n        NAPI_BUFFER_CAST(uint32_t*, one, raw_stat);\n        stats_array = one;\n      }\n'],
   // 4
   ['  struct fuse_operations ops = { };\n', '  struct fuse_operations ops = { };\n  ops.flag_nullpath_ok = 1;\n  ops.flag_utime_omit_ok = 1;\n'],
   ['napi_create_string_utf8(env, l->path, NAPI_AUTO_LENGTH', 'napi_create_string_utf8(env, l->path ? l->path : "", NAPI_AUTO_LENGTH'],

@@ -7,15 +7,17 @@ import { caller } from './caller';
 import { E, toErrno } from './errors';
 import { SvcFs } from './filesystem';
 
-/** The attributes of a listing's entries in fuse-native's array form, one view per entry (all zero: not known). */
-function knownStats(fs: SvcFs, path: string, names: string[]): Uint32Array[] {
+/**
+ * The attributes of a listing's entries in fuse-native's array form, STAT_INTS
+ * per entry in one array (the patched addon takes it whole; all zero: not known).
+ */
+function knownStats(fs: SvcFs, path: string, names: string[]): Uint32Array {
   const all = new Uint32Array(names.length * STAT_INTS);
-  return names.map((n, i) => {
-    const at = i * STAT_INTS;
+  names.forEach((n, i) => {
     const a = n === '.' || n === '..' ? undefined : fs.known(path === '/' ? `/${n}` : `${path}/${n}`);
-    if (a) writeStat(a, all, at);
-    return all.subarray(at, at + STAT_INTS);
+    if (a) writeStat(a, all, i * STAT_INTS);
   });
+  return all;
 }
 
 type Cb = (code: number, ...rest: any[]) => void;
