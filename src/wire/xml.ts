@@ -6,11 +6,24 @@ export const DEFAULT_XML_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/';
 export class XmlError extends Error {}
 
 /** Elements that repeat, by path: always parsed as arrays, even when there is one. */
-const REPEATED = new Set([
+const REPEATED = [
   'Delete.Object', 'DeleteResult.Deleted', 'DeleteResult.Error', 'Tagging.TagSet.Tag', 'CompleteMultipartUpload.Part',
   'ListPartsResult.Part', 'ListBucketResult.Contents', 'ListBucketResult.Contents.UserMetadata.Entry', 'ListBucketResult.CommonPrefixes.UserMetadata.Entry', 'ListBucketResult.CommonPrefixes', 'ListMultipartUploadsResult.Upload',
   'ListAllMyBucketsResult.Buckets.Bucket',
-]);
+];
+
+/** REPEATED as a tree of element names: a frame finds its node from its parent's, no path string per element */
+interface PathNode { repeated: boolean; kids: Map<string, PathNode> }
+const PATHS: PathNode = { repeated: false, kids: new Map() };
+for (const p of REPEATED) {
+  let n = PATHS;
+  for (const name of p.split('.')) {
+    let k = n.kids.get(name);
+    if (!k) n.kids.set(name, (k = { repeated: false, kids: new Map() }));
+    n = k;
+  }
+  n.repeated = true;
+}
 
 /** Parse an XML document of this interface; throws XmlError on anything malformed or with a DOCTYPE. */
 export function parseXml(text: string): Record<string, any> {
@@ -26,7 +39,7 @@ export function parseXml(text: string): Record<string, any> {
 // objects, repeated ones arrays (always, for the paths in REPEATED); the five
 // predefined entities and numeric character references are decoded.
 
-interface Frame { name: string; path: string; obj: Record<string, any>; text: string; children: boolean }
+interface Frame { name: string; node: PathNode | undefined; obj: Record<string, any>; text: string; children: boolean }
 
 const NAME = /^[A-Za-z_][\w.:-]*$/;
 const ENTITY = /&(#x[0-9a-fA-F]+|#[0-9]+|lt|gt|amp|quot|apos);/g;
@@ -52,24 +65,38 @@ function own(s: string): string {
   return s.length < 13 ? s : Buffer.from(s, 'utf8').toString('utf8');
 }
 
-/** index of the `>` that ends the tag opened before `from`, past quoted attribute values */
+const GT = 62;
+const DQ = 34;
+const SQ = 39;
+
+/**
+ * index of the `>` that ends the tag opened before `from`, past quoted attribute
+ * values (a loop over char codes: a slice and a regex per tag were most of the
+ * time of a listing page)
+ */
 function tagEnd(text: string, from: number): number {
-  const gt = text.indexOf('>', from);
-  const q = text.slice(from, gt < 0 ? undefined : gt).search(/["']/);
-  if (q < 0) return gt;
-  let quote = '';
-  for (let i = from + q; i < text.length; i++) {
-    const c = text[i];
+  let quote = 0;
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
     if (quote) {
-      if (c === quote) quote = '';
-    } else if (c === '"' || c === "'") quote = c;
-    else if (c === '>') return i;
+      if (c === quote) quote = 0;
+    } else if (c === DQ || c === SQ) quote = c;
+    else if (c === GT) return i;
   }
   return -1;
 }
 
+/** length of the element name at the start of `s` (up to white space) */
+function nameLength(s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 32 || c === 9 || c === 10 || c === 13) return i;
+  }
+  return s.length;
+}
+
 function scan(text: string): Record<string, any> {
-  const doc: Frame = { name: '', path: '', obj: {}, text: '', children: false };
+  const doc: Frame = { name: '', node: PATHS, obj: {}, text: '', children: false };
   const stack: Frame[] = [doc];
   let top = doc;
   let roots = 0;
@@ -78,7 +105,7 @@ function scan(text: string): Record<string, any> {
     const parent = stack[stack.length - 1];
     parent.children = true;
     const have = parent.obj[f.name];
-    if (REPEATED.has(f.path)) (have ?? (parent.obj[f.name] = [])).push(value);
+    if (f.node?.repeated) (have ?? (parent.obj[f.name] = [])).push(value);
     else if (have === undefined) parent.obj[f.name] = value;
     else if (Array.isArray(have)) have.push(value);
     else parent.obj[f.name] = [have, value];
@@ -126,11 +153,11 @@ function scan(text: string): Record<string, any> {
       if (e < 0) throw new XmlError(`unterminated tag at ${lt}`);
       const self = text[e - 1] === '/';
       const inner = text.slice(lt + 1, self ? e - 1 : e);
-      const sp = inner.search(/\s/);
-      const name = sp < 0 ? inner : inner.slice(0, sp);
+      const sp = nameLength(inner);
+      const name = sp === inner.length ? inner : inner.slice(0, sp);
       if (!NAME.test(name)) throw new XmlError(`bad element name "${name}" at ${lt}`);
       if (top === doc && roots++ > 0) throw new XmlError('more than one root element');
-      const f: Frame = { name, path: top === doc ? name : `${top.path}.${name}`, obj: {}, text: '', children: false };
+      const f: Frame = { name, node: top.node?.kids.get(name), obj: {}, text: '', children: false };
       if (self) close(f, '');
       else {
         stack.push(f);
