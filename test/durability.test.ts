@@ -174,6 +174,45 @@ t.test('kill -9 of a write-back mount with 50 uploads pending; remount uploads t
   t.equal((await m2.status()).recovered, 50);
 });
 
+t.test('a file still open at a crash is set aside, not uploaded; one closed at once never needed a journal record', async (t) => {
+  const s = await startServer(t);
+  const cache = tmpDir('aside-cache');
+  const mnt = tmpDir('aside-mnt');
+  t.teardown(async () => {
+    await forceUnmount(mnt);
+    fs.rmSync(cache, { recursive: true, force: true });
+  });
+  const m = await startMount(t, s, { cacheDir: cache, mnt });
+  const records = () => sh(`find ${cache} -path '*journal*' -name '*.json' | wc -l`).then((n) => Number(n.trim()));
+  // closed at once (cp): uploaded at close, with no journal record written in between
+  await sh(`for i in 1 2 3 4 5; do echo quick $i > ${mnt}/quick$i.txt; done`);
+  t.equal(await records(), 0, 'no journal records left');
+  const data = randomBytes(200 * KiB);
+  const local = tmpDir('aside');
+  t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(local, 'open.bin'), data);
+  // written and held open past the record's delay, then the mount dies
+  const holder = shStatus(`python3 -c "
+import time
+f = open('${mnt}/open.bin', 'wb')
+f.write(open('${local}/open.bin', 'rb').read()); f.flush()
+time.sleep(4)
+"`);
+  for (let i = 0; i < 50 && (await records()) === 0; i++) await sleep(100);
+  t.equal(await records(), 1, 'a file open for more than a second has its record');
+  m.proc.kill('SIGKILL');
+  await new Promise((r) => m.proc.once('exit', r));
+  await forceUnmount(mnt);
+  await holder;
+  const m2 = await startMount(t, s, { cacheDir: cache, mnt });
+  t.match(m2.logs.join(''), /never closed before the crash was set aside/, 'the remount says so');
+  const aside = (await sh(`find ${cache} -path '*set-aside*' -type f -name '*open.bin'`)).trim().split('\n').filter(Boolean);
+  t.equal(aside.length, 1, 'its bytes are kept in set-aside');
+  t.ok(fs.readFileSync(aside[0]).equals(data), 'byte-exact');
+  t.equal(await s.client().head('test', 'open.bin'), undefined, 'and not uploaded');
+  t.equal((await s.client().getBuffer('test', 'quick3.txt')).toString(), 'quick 3\n');
+});
+
 t.test('the server killed and restarted while the mount is busy: no remount needed', async (t) => {
   const s = await startServer(t);
   const m = await startMount(t, s, { options: ['retry_budget=30'] });

@@ -43,6 +43,8 @@ export class Staged {
   multipart?: { uploadId: string; partSize: number; gen: number; etags: Array<string | null> };
   /** write-back: when the upload is due */
   timer?: NodeJS.Timeout;
+  /** when the 'open' journal record gets written (Writer.noteOpenSoon) */
+  openTimer?: NodeJS.Timeout;
   failures = 0;
   /** journal state written so far */
   journaled?: 'open' | 'pending';
@@ -187,6 +189,11 @@ export class Staged {
   }
 
   /** Bytes of the staging file as they are (no fetching from the base): for parts sent while writing. */
+  /** the open staging file, for an upload to read from (closed only by discard) */
+  get handle(): fs.promises.FileHandle {
+    return this.fh;
+  }
+
   readStaged(into: Buffer, len: number, pos: number): Promise<Buffer> {
     return readRange(this.fh, pos, len, into);
   }

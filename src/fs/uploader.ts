@@ -68,6 +68,8 @@ export interface UploadHooks {
   onPart?: (done: number, total: number) => void;
   /** every part's buffer is taken from this budget while it is sent */
   budget?: MemoryBudget;
+  /** the staging file, open already (its owner closes it): no open and close of the path per upload */
+  source?: fs.promises.FileHandle;
 }
 
 /** Part size for a file: at least the configured size, whole MiB, and few enough parts. */
@@ -76,12 +78,15 @@ export function partSizeFor(size: number, t: UploadTuning): number {
   return Math.max(t.partSize, Math.ceil(needed / MiB) * MiB);
 }
 
+const SYNC_READ = 256 * 1024;
+
 /** `length` bytes of a staging file from `start`, into `into` when given; a short file is an error. */
 export async function readRange(fh: fs.promises.FileHandle, start: number, length: number, into?: Buffer): Promise<Buffer> {
   const buf = into ? into.subarray(0, length) : Buffer.allocUnsafe(length);
   let n = 0;
   while (n < length) {
-    const { bytesRead } = await fh.read(buf, n, length - n, start + n);
+    // a small read is a copy from the page cache: synchronously, not a thread-pool round trip
+    const bytesRead = length <= SYNC_READ ? fs.readSync(fh.fd, buf, n, length - n, start + n) : (await fh.read(buf, n, length - n, start + n)).bytesRead;
     if (bytesRead === 0) throw new Error(`staging file shorter than expected (${start + n} < ${start + length})`);
     n += bytesRead;
   }
@@ -129,7 +134,7 @@ export async function uploadFile(
 ): Promise<UploadResult> {
   const conditional = o.ifMatch !== undefined || o.ifNoneMatch !== undefined;
   const budget = hooks.budget ?? UNBOUNDED;
-  const fh = await fs.promises.open(file, 'r');
+  const fh = hooks.source ?? (await fs.promises.open(file, 'r'));
   try {
     if (size <= t.multipartThreshold) return await budget.with(size, async () => {
       const body = size ? await readRange(fh, 0, size) : Buffer.alloc(0);
@@ -234,6 +239,6 @@ export async function uploadFile(
     }
     return { etag, parts: total };
   } finally {
-    await fh.close();
+    if (!hooks.source) await fh.close();
   }
 }

@@ -21,6 +21,8 @@ import { PartStreamer, withoutTimes } from './streamer';
 
 /** CopyObject's limit: a streamed object whose metadata must change afterwards is copied onto itself only up to this. */
 const MAX_COPY = 5 * 1024 ** 3;
+/** how long a file stays open being written before its journal record says so (Writer.noteOpenSoon) */
+export const OPEN_RECORD_MS = 1000;
 
 export interface WriterOptions {
   client: SvcClient;
@@ -118,7 +120,7 @@ export class Writer {
     if (old) await this.discard(old);
     const st = await Staged.create(this.journal.stagingDir, path, this.client, this.remote.bucket, undefined, attr);
     this.staged.set(path, st);
-    this.note(st, 'open');
+    this.noteOpenSoon(st);
     return st;
   }
 
@@ -162,7 +164,7 @@ export class Writer {
 
   /** Record that a staged file was written to (its journal record says it is open). */
   touched(st: Staged): void {
-    if (!st.journaled) this.note(st, 'open');
+    if (!st.journaled) this.noteOpenSoon(st);
     if (!st.streamer) this.maybeStream(st);
   }
 
@@ -182,7 +184,8 @@ export class Writer {
       client: this.client, bucket: this.remote.bucket, key: this.remote.key(st.path), partSize: t.partSize, maxParts: t.maxParts,
       concurrency: t.concurrency, budget: this.o.budget ?? UNBOUNDED, read: (b, n, p) => st.readStaged(b, n, p),
       create: { meta: withoutTimes(metaFromAttr(st.attr)), contentType: contentTypeFor(st.path) },
-      started: () => { if (st.journaled === 'open' && st.streamer === s) this.note(st, 'open'); },
+      // the multipart upload it starts is in the record at once, for a crash to abort
+      started: () => { if (st.journaled !== 'pending' && st.streamer === s) this.note(st, 'open'); },
     });
     st.streamer = s;
     s.wrote(0, 0, st.size);
@@ -193,6 +196,8 @@ export class Writer {
     if (this.staged.get(st.path) === st) this.staged.delete(st.path);
     if (st.timer) clearTimeout(st.timer);
     st.timer = undefined;
+    if (st.openTimer) clearTimeout(st.openTimer);
+    st.openTimer = undefined;
     if (st.streamer) {
       const s = st.streamer;
       st.streamer = undefined;
@@ -203,7 +208,7 @@ export class Writer {
       st.multipart = undefined;
       await this.client.abortMultipart(this.remote.bucket, st.base?.key ?? this.remote.key(st.path), mp.uploadId).catch(() => undefined);
     }
-    this.journal.remove(st.id);
+    if (st.journaled) this.journal.remove(st.id);
     st.journaled = undefined;
     await st.close(true);
   }
@@ -260,6 +265,22 @@ export class Writer {
     } finally {
       if (st.refs <= 0 && !st.dirty) await this.discard(st);
     }
+  }
+
+  /**
+   * The 'open' record of a file being written, once it has stayed open for
+   * OPEN_RECORD_MS: a file copied in and closed at once (cp, tar) is uploaded
+   * at close without one (a temporary file, a rename and an unlink less per
+   * file); a crash in that first second loses only the set-aside copy of bytes
+   * nobody had closed.
+   */
+  private noteOpenSoon(st: Staged): void {
+    if (st.journaled || st.openTimer) return;
+    st.openTimer = setTimeout(() => {
+      st.openTimer = undefined;
+      if (!st.journaled && st.dirty && !st.deleted && this.staged.get(st.path) === st) this.note(st, 'open');
+    }, OPEN_RECORD_MS);
+    st.openTimer.unref();
   }
 
   /** Write (or rewrite) the journal record of a staged file. */
@@ -384,7 +405,7 @@ export class Writer {
     let r: UploadResult;
     try {
       if (head) await checkUnchanged(this.client, bucket, key, cond);
-      r = await uploadFile(this.client, bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...(head ? {} : cond) }, t, { ...hooks, budget: this.o.budget });
+      r = await uploadFile(this.client, bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...(head ? {} : cond) }, t, { ...hooks, budget: this.o.budget, source: st.handle });
       if (streamed) r = await this.completeMeta(st, key, r, streamed, meta);
     } catch (e) {
       if (e instanceof UntrustedConditionError) throw e;
@@ -395,7 +416,7 @@ export class Writer {
       // Keep both: theirs stays at the path, ours goes next to it.
       const other = conflictPath(path);
       target = this.remote.key(other);
-      r = await uploadFile(this.client, bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, t, { budget: this.o.budget });
+      r = await uploadFile(this.client, bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, t, { budget: this.o.budget, source: st.handle });
       this.conflicts++;
       this.log.warn({ key, keptAs: target }, 'conflict: the object changed on the server during this edit; both versions kept');
       this.o.cache.invalidate(path);
@@ -408,7 +429,7 @@ export class Writer {
     st.base = { key: target, size: 0, etag: r.etag };
     st.attr = { ...st.attr, etag: r.etag, meta, fromMeta: true };
     if (!st.dirty) {
-      this.journal.remove(st.id);
+      if (st.journaled) this.journal.remove(st.id);
       st.journaled = undefined;
     }
     this.o.cache.set(st.path, { ...st.attr, kind: 'file', size: st.size });
