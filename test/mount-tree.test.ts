@@ -2,7 +2,7 @@
 // directories as markers, and the request counts of ls -l (svcfs status).
 import t from 'tap';
 import * as fs from 'node:fs';
-import { sh, shStatus, startMount } from './helpers/mount';
+import { sh, shStatus, sleep, startMount } from './helpers/mount';
 import { SvcClient } from '../src/wire/client';
 import { backendNames, startBackend } from './helpers/backend';
 import { startServer, tmpDir } from './helpers/server';
@@ -150,4 +150,41 @@ print(oct(os.stat(e + '/f1').st_mode & 0o777), os.stat(e + '/f2').st_size, os.st
   fs.writeFileSync(`${dir}/changes.py`, py);
   t.equal((await sh(`python3 ${dir}/changes.py ${M}/e`)).trim(), '0o600 1 7 False');
   t.equal((await c.getBuffer('test', 'e/f4')).toString(), 'three++');
+});
+
+t.test('cp -r and rm -r: the lookup after each create and the directory checks between files are answered in the FUSE thread, with current attributes', async (t) => {
+  const s = await startServer(t);
+  const opts = { options: ['cache_ttl=60'] };
+  const m = await startMount(t, s, opts);
+  const local = tmpDir('hops');
+  t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
+  fs.chmodSync(local, 0o755);
+  for (let i = 0; i < 50; i++) fs.writeFileSync(`${local}/f${i}`, `file ${i}\n`);
+  const lookups = async (mount: typeof m) => {
+    const ops = (await mount.status()).operations as Record<string, { count: number }>;
+    return (ops.getattr?.count ?? 0) + (ops.fgetattr?.count ?? 0);
+  };
+  await sh(`ls ${m.mnt}`);
+  const started = Math.floor(Date.now() / 1000);
+  const l0 = await lookups(m);
+  await sh(`cp -r ${local} ${m.mnt}/dst`);
+  const l1 = await lookups(m);
+  // each new name's (negative) lookup reaches JavaScript; libfuse's lookup after create and the
+  // kernel's check of the directory before the next file do not (they were 2 more per file)
+  t.ok(l1 - l0 <= 50 + 5, `cp -r of 50 files: ${l1 - l0} getattr/fgetattr reached JavaScript`);
+  const [mode, mtime] = (await sh(`stat -c '%a %Y' ${m.mnt}/dst`)).trim().split(' ');
+  t.equal(mode, '755', "the directory's own mode");
+  t.ok(Number(mtime) >= started, `its mtime is that of the last create (${mtime} >= ${started})`);
+  t.equal((await sh(`stat -c '%a %s' ${m.mnt}/dst/f7`)).trim(), '644 7', 'a file: mode and size');
+  t.equal(await sh(`cat ${m.mnt}/dst/f49`), 'file 49\n');
+  // a fresh mount (nothing in the kernel's caches): rm -r looks up each entry, and the directory
+  // between two unlinks is answered from what the unlink handed back
+  await m.stop();
+  const m2 = await startMount(t, s, opts);
+  await sh(`ls ${m2.mnt}`);
+  const l2 = await lookups(m2);
+  await sh(`rm -r ${m2.mnt}/dst`);
+  const l3 = await lookups(m2);
+  t.ok(l3 - l2 <= 50 + 5, `rm -r of 50 files: ${l3 - l2} getattr reached JavaScript (one lookup per file; 2 per file before)`);
+  t.equal((await s.client().listPage('test', { prefix: 'dst/' })).contents.length, 0, 'all gone');
 });

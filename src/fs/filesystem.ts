@@ -4,7 +4,7 @@
 import { constants as C } from 'node:fs';
 import type { Logger } from 'pino';
 import { Slots, SvcClient } from '../wire/client';
-import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, isSpecialType, metaFromAttr } from './attrs';
+import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, STAT_INTS, isSpecialType, metaFromAttr, writeStat } from './attrs';
 import { MetaCache } from './cache';
 import { Caller, KEEP_CACHE } from './caller';
 import { contentTypeFor } from './mime';
@@ -51,6 +51,8 @@ export interface FsOptions {
   keepCache?: boolean;
   /** hands the addon the chunk of an open file its last read came from (patched fuse-native: Fuse.svcfsWindow) */
   readWindow?: (fd: number, start: number, data: Buffer | null) => void;
+  /** empties the addon's table of attributes (patched fuse-native: Fuse.svcfsForget) */
+  forgetKnown?: () => void;
   /** bytes all read-ahead chunks and upload parts may hold together (-o memory_limit) */
   memoryLimit?: number;
 }
@@ -106,7 +108,7 @@ export class SvcFs {
     this.budget = new MemoryBudget(o.memoryLimit ?? DEFAULT_MEMORY_LIMIT);
     this.writer = new Writer({
       client: o.client, remote: this.remote, cache: this.cache, journal: o.journal, log: o.log, writeBackMs: o.writeBackMs,
-      conditional: o.conditional, upload: o.upload, budget: this.budget,
+      conditional: o.conditional, upload: o.upload, budget: this.budget, treeChanged: o.forgetKnown,
     });
     this.meta = new Metadata({
       client: o.client, bucket: o.bucket, remote: this.remote, cache: this.cache, writer: this.writer, dirTimes: this.dirTimes,
@@ -218,6 +220,25 @@ export class SvcFs {
     const a = this.cache.fresh(path, FUSE_ATTR_LIFE_MS);
     if (!a || a.partial) return undefined;
     return a.kind === 'dir' ? this.dirTimes.apply(path, a) : a;
+  }
+
+  /**
+   * What create, mkdir, unlink and rmdir hand the addon as they end: the
+   * attributes of the path (when it still exists) and of its parent, where the
+   * cache keeps them FUSE_ATTR_LIFE_MS more, in fuse-native's array form
+   * (zeros: not known). libfuse's lookup after create and the kernel's
+   * permission check of the directory that follows then need no hop here.
+   */
+  afterChange(path: string): Uint32Array | undefined {
+    const st = this.writer.get(path);
+    // a file just created is what its staged file says until the next change (which empties the addon's table)
+    const self = st ? this.stagedAttr(st) : this.known(path);
+    const parent = path === '/' ? undefined : this.known(parentOf(path));
+    if (!self && !parent) return undefined;
+    const out = new Uint32Array(2 * STAT_INTS);
+    if (self) writeStat(self, out, 0);
+    if (parent) writeStat(parent, out, STAT_INTS);
+    return out;
   }
 
   async readdir(path: string): Promise<string[]> {

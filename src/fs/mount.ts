@@ -17,7 +17,7 @@ import { OpStats, operations } from './ops';
 
 // fuse-native ships no types
 // eslint-disable-next-line @typescript-eslint/no-var-requires
-const Fuse: (new (mnt: string, ops: object, opts: object) => FuseInstance) & { svcfsWindow?: (fd: number, start: number, data: Buffer | null) => void } = require('fuse-native');
+const Fuse: (new (mnt: string, ops: object, opts: object) => FuseInstance) & { svcfsWindow?: (fd: number, start: number, data: Buffer | null) => void; svcfsForget?: () => void } = require('fuse-native');
 
 interface FuseInstance {
   mount(cb: (err: Error | null) => void): void;
@@ -176,6 +176,7 @@ export async function runMount(c: MountConfig): Promise<void> {
     client: c.client, bucket: c.bucket, prefix: c.prefix, uid: c.uid, gid: c.gid, umask: c.umask, readOnly: c.readOnly,
     cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conditional, log: c.log, keepCache: patched(),
     readWindow: typeof Fuse.svcfsWindow === 'function' ? Fuse.svcfsWindow : undefined,
+    forgetKnown: typeof Fuse.svcfsForget === 'function' ? Fuse.svcfsForget : undefined,
     memoryLimit: c.memoryLimitMiB ? c.memoryLimitMiB * 1024 * 1024 : undefined,
   });
   fsys.remote.copyKeepsTags = copyKeepsTags;

@@ -39,6 +39,8 @@ export interface WriterOptions {
   budget?: MemoryBudget;
   /** send the parts of a new file while it is being written (upload on close only; default on) */
   streaming?: boolean;
+  /** a directory gained an entry outside any operation on it (a conflict copy): the addon's attributes go */
+  treeChanged?: () => void;
 }
 
 export interface WriterStats {
@@ -418,6 +420,7 @@ export class Writer {
       target = this.remote.key(other);
       r = await uploadFile(this.client, bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, t, { budget: this.o.budget, source: st.handle });
       this.conflicts++;
+      this.o.treeChanged?.();
       this.log.warn({ key, keptAs: target }, 'conflict: the object changed on the server during this edit; both versions kept');
       this.o.cache.invalidate(path);
       this.o.cache.invalidateParent(path);
