@@ -6,9 +6,13 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { Dialect, SERVICE, UNSIGNED_PAYLOAD } from './dialect';
 
 const UNRESERVED = /[A-Za-z0-9\-_.~]/;
+const ALL_UNRESERVED = /^[A-Za-z0-9\-_.~]*$/;
+const ALL_UNRESERVED_OR_SLASH = /^[A-Za-z0-9\-_.~/]*$/;
 
 /** RFC 3986 encoding as SigV4 wants it: everything but unreserved characters, UTF-8, upper-case hex. */
 export function uriEncode(s: string, encodeSlash = true): string {
+  // most keys and values need nothing encoded: one regex test instead of one per character
+  if ((encodeSlash ? ALL_UNRESERVED : ALL_UNRESERVED_OR_SLASH).test(s)) return s;
   let out = '';
   for (const ch of s) {
     if (UNRESERVED.test(ch)) out += ch;

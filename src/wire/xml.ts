@@ -171,7 +171,10 @@ function scan(text: string): Record<string, any> {
   return doc.obj;
 }
 
+const NEEDS_ESCAPE = /[&<>"'\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
+
 export function escapeXml(s: string): string {
+  if (!NEEDS_ESCAPE.test(s)) return s;
   return s.replace(/[&<>"'\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => {
     switch (c) {
       case '&': return '&amp;';
@@ -189,16 +192,23 @@ export interface XmlTree {
   [name: string]: XmlNode;
 }
 
-function render(name: string, v: XmlNode): string {
-  if (v === undefined || v === null) return '';
-  if (Array.isArray(v)) return v.map((x) => render(name, x)).join('');
-  if (typeof v === 'object') return `<${name}>${Object.entries(v).map(([k, c]) => render(k, c)).join('')}</${name}>`;
-  return `<${name}>${escapeXml(String(v))}</${name}>`;
+/** appends to `out` (one string grown in place: a listing page is ~25,000 elements) */
+function render(out: string[], name: string, v: XmlNode): void {
+  if (v === undefined || v === null) return;
+  if (Array.isArray(v)) {
+    for (const x of v) render(out, name, x);
+  } else if (typeof v === 'object') {
+    out.push(`<${name}>`);
+    for (const k in v) render(out, k, v[k]);
+    out.push(`</${name}>`);
+  } else out.push(`<${name}>${escapeXml(String(v))}</${name}>`);
 }
 
 /** `{Root: {...}}` -> XML document; arrays repeat their element. */
 export function buildXml(root: string, body: XmlTree, namespace?: string): string {
-  const inner = Object.entries(body).map(([k, c]) => render(k, c)).join('');
+  const parts: string[] = [];
+  for (const k in body) render(parts, k, body[k]);
+  const inner = parts.join('');
   const ns = namespace ? ` xmlns="${escapeXml(namespace)}"` : '';
   return `<?xml version="1.0" encoding="UTF-8"?>\n<${root}${ns}>${inner}</${root}>`;
 }
