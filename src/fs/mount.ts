@@ -203,7 +203,24 @@ export async function runMount(c: MountConfig): Promise<void> {
   if (!recordCallers(fuse as unknown as Parameters<typeof recordCallers>[0])) {
     c.log.warn('fuse-native is not patched (scripts/patch-fuse-native.js): new files belong to the mount\'s owner, whoever creates them');
   }
-  await new Promise<void>((ok, ko) => fuse.mount((err: Error | null) => (err ? ko(new MountError(`mount failed: ${err.message}`)) : ok())));
+  await new Promise<void>((ok, ko) => {
+    // fuse-native reports the mount at the kernel's INIT; unmounted before that (`fusermount -u`
+    // right after the mount appeared), it never would, and this process would wait for ever
+    const t0 = Date.now();
+    let seen = false;
+    const early = setInterval(() => {
+      if (isMounted(c.mountpoint)) seen = true;
+      else if (seen || Date.now() - t0 > 10_000) {
+        clearInterval(early);
+        ko(new MountError('unmounted before the mount was ready'));
+      }
+    }, 50);
+    fuse.mount((err: Error | null) => {
+      clearInterval(early);
+      if (err) ko(new MountError(`mount failed: ${err.message}`));
+      else ok();
+    });
+  });
   c.log.info({ bucket: c.bucket, prefix: c.prefix, mountpoint: c.mountpoint, endpoint: c.endpoint }, 'mounted');
   // after the kernel's INIT exchange, which sets the read-ahead to what libfuse 2 negotiates (128 KiB)
   for (const ms of [200, 1000]) setTimeout(() => raiseReadAhead(c.mountpoint, c.log), ms).unref();
