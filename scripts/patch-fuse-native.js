@@ -65,7 +65,7 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 15 */';
+const MARK = '/* svcfs patch 16 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
@@ -138,21 +138,11 @@ static uint64_t svcfs_ac_invalidate (void) {
   return gen;
 }
 
+static int svcfs_ac_take (const char *path, struct stat *st);
+
 /* (12) one path's entry goes (no new generation: a listing hands over nothing of a file being written) */
 static void svcfs_ac_forget (const char *path) {
-  if (path == NULL) return;
-  pthread_mutex_lock(&svcfs_ac_lock);
-  if (svcfs_ac_count > 0) {
-    svcfs_ac_entry **pe = &svcfs_ac[svcfs_ac_hash(path, NULL)];
-    for (svcfs_ac_entry *e = *pe; e; pe = &e->next, e = e->next) {
-      if (strcmp(e->path, path) != 0) continue;
-      *pe = e->next;
-      svcfs_ac_count--;
-      free(e);
-      break;
-    }
-  }
-  pthread_mutex_unlock(&svcfs_ac_lock);
+  if (path != NULL) svcfs_ac_take(path, NULL);
 }
 
 /* before an operation goes to JavaScript: 1 when it may change something (invalidate now and when it ends), 2 when only its own path */
@@ -204,7 +194,7 @@ static void svcfs_ac_put (uint64_t gen, const char *dir, const char *name, uint3
   pthread_mutex_unlock(&svcfs_ac_lock);
 }
 
-/* getattr in the FUSE thread: 1 (and the entry is used up) when readdir left one for this path */
+/* getattr in the FUSE thread: 1 (and the entry is used up) when readdir left one for this path; st NULL: just drop it */
 static int svcfs_ac_take (const char *path, struct stat *st) {
   int found = 0;
   pthread_mutex_lock(&svcfs_ac_lock);
@@ -214,7 +204,7 @@ static int svcfs_ac_take (const char *path, struct stat *st) {
       if (strcmp(e->path, path) != 0) continue;
       *pe = e->next;
       svcfs_ac_count--;
-      if (e->expires > uv_hrtime()) { populate_stat(e->ints, st); found = 1; }
+      if (st != NULL && e->expires > uv_hrtime()) { populate_stat(e->ints, st); found = 1; }
       free(e);
       break;
     }
