@@ -37,7 +37,7 @@ export class MetaCache {
     return this.attrs.size;
   }
 
-  /** The attributes cached for a path while they stay valid for at least `ms` more (no listing fallback, no hit counted). */
+  /** The attributes cached for a path (its own entry, else its directory's listing) while they stay valid for at least `ms` more; no hit counted. */
   fresh(path: string, ms: number): Attr | undefined {
     if (this.ttlMs <= 0) return undefined;
     if (this.attrs.has(path)) return this.attrs.getRemainingTTL(path) < ms ? undefined : this.attrs.get(path)?.attr ?? undefined;

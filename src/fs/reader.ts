@@ -142,7 +142,7 @@ export class Reader {
     const through = this.shown >= 0 && this.lastEnd >= this.shown * cs && pos > this.lastEnd && pos <= (this.shown + 1) * cs;
     this.streak = pos === this.lastEnd ? this.streak + 1 : through ? this.streak + Math.ceil((pos - this.lastEnd) / len) + 1 : 0;
     this.lastEnd = end;
-    if (this.streak >= 2 || this.chunks.has(Math.floor(pos / this.tune.chunkSize))) return this.readSequential(buf, pos, end);
+    if (this.streak >= 2 || this.chunks.has(Math.floor(pos / cs))) return this.readSequential(buf, pos, end);
     return this.readRandom(buf, pos, end);
   }
 
