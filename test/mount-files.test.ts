@@ -176,10 +176,18 @@ print(bad)
     fs.writeFileSync(`${local}/cached.bin`, data);
     await sh(`cp ${local}/cached.bin ${M}/cached.bin`);
     t.equal((await sh(`md5sum < ${M}/cached.bin`)).split(' ')[0], md5(data), 'first read');
-    const g1 = await gets();
-    t.equal((await sh(`md5sum < ${M}/cached.bin`)).split(' ')[0], md5(data), 'second read');
-    const g2 = await gets();
-    t.equal(g2, g1, 'the second read of the unchanged file sent no GET (kernel page cache kept)');
+    // Known race (see issue 9's note): the kernel sometimes drops a just-written file's pages when it
+    // refreshes the attributes it cached at create; a read after that one is kept. So: up to 3 tries,
+    // each a read that must send no GET. A mount that never keeps the cache fails all three.
+    let kept = false;
+    let g2 = 0;
+    for (let attempt = 1; attempt <= 3 && !kept; attempt++) {
+      const g1 = await gets();
+      t.equal((await sh(`md5sum < ${M}/cached.bin`)).split(' ')[0], md5(data), `read again (${attempt})`);
+      g2 = await gets();
+      kept = g2 === g1;
+    }
+    t.ok(kept, 'a read of the unchanged file sent no GET (kernel page cache kept)');
     const other = randomBytes(6 * MiB);
     await c.put(B, 'cached.bin', other);
     await sleep(2500); // the mount's cache_ttl (2 s) passes
