@@ -1,5 +1,5 @@
 // Reads of a remote object through ranged GETs. Sequential access (each read
-// starting where the last ended) is detected and served by read-ahead: large
+// starting near where the reads so far ended) is detected and served by read-ahead: large
 // chunks fetched in parallel ahead of the reader, the window growing as the
 // stream goes on. Random access fetches small ranges around what is asked,
 // never the whole object. Every GET carries If-Match, so one open file never
@@ -140,8 +140,13 @@ export class Reader {
     const cs = this.tune.chunkSize;
     // reads the addon answered from the window never came here: the reader went on through it
     const through = this.shown >= 0 && this.lastEnd >= this.shown * cs && pos > this.lastEnd && pos <= (this.shown + 1) * cs;
-    this.streak = pos === this.lastEnd ? this.streak + 1 : through ? this.streak + Math.ceil((pos - this.lastEnd) / len) + 1 : 0;
-    this.lastEnd = end;
+    // The kernel sends a stream's read-ahead as several reads at once, and the
+    // FUSE threads hand them over in any order: a read near the furthest end so
+    // far goes on the stream too (lastEnd is that furthest end).
+    const near = this.lastEnd >= 0 && Math.abs(pos - this.lastEnd) <= Math.min(cs / 2, 2 * MiB);
+    if (through) this.streak += Math.ceil((pos - this.lastEnd) / len) + 1;
+    else this.streak = near ? this.streak + 1 : 0;
+    this.lastEnd = near || through ? Math.max(this.lastEnd, end) : end;
     if (this.streak >= 2 || this.chunks.has(Math.floor(pos / cs))) return this.readSequential(buf, pos, end);
     return this.readRandom(buf, pos, end);
   }
@@ -193,9 +198,10 @@ export class Reader {
 
 /**
  * When may the kernel keep a file's cached pages at open? When the object has
- * the ETag it had at this mount's previous open of that path for reading (the
- * pages hold exactly those bytes); anything else (first open, a change by any
- * writer, an open for writing) lets the kernel drop them. Bounded: the oldest
+ * the ETag it had at this mount's previous open of that path for reading, or
+ * the ETag this mount's upload of the path gave it (FUSE writes go through the
+ * pages: they hold exactly those bytes); anything else (first open, a change by
+ * another writer, an open for writing) lets the kernel drop them. Bounded: the oldest
  * paths are forgotten first.
  */
 export class PageCacheKeeper {
@@ -210,6 +216,11 @@ export class PageCacheKeeper {
     this.seen.set(path, etag);
     if (this.seen.size > this.limit) this.seen.delete(this.seen.keys().next().value as string);
     return same;
+  }
+
+  /** The pages of path hold etag's bytes (without the question keep asks). */
+  note(path: string, etag: string): void {
+    this.keep(path, etag);
   }
 
   forget(path: string): void {
