@@ -109,6 +109,8 @@ export class SvcFs {
     this.writer = new Writer({
       client: o.client, remote: this.remote, cache: this.cache, journal: o.journal, log: o.log, writeBackMs: o.writeBackMs,
       conditional: o.conditional, upload: o.upload, budget: this.budget, treeChanged: o.forgetKnown,
+      // pages of a file written here (write-through) hold what was uploaded: the next read may keep them
+      uploaded: (path, etag) => this.pages.note(path, etag),
     });
     this.meta = new Metadata({
       client: o.client, bucket: o.bucket, remote: this.remote, cache: this.cache, writer: this.writer, dirTimes: this.dirTimes,

@@ -41,6 +41,8 @@ export interface WriterOptions {
   streaming?: boolean;
   /** a directory gained an entry outside any operation on it (a conflict copy): the addon's attributes go */
   treeChanged?: () => void;
+  /** the object at path now holds exactly the bytes written through the mount (the kernel's pages for it) */
+  uploaded?: (path: string, etag: string) => void;
 }
 
 export interface WriterStats {
@@ -436,6 +438,7 @@ export class Writer {
       st.journaled = undefined;
     }
     this.o.cache.set(st.path, { ...st.attr, kind: 'file', size: st.size });
+    if (target === key && st.gen === gen && r.etag) this.o.uploaded?.(st.path, r.etag);
     this.uploads++;
     this.log.debug({ key: target, size: st.size, parts: r.parts, ms: Date.now() - started }, 'uploaded');
   }
