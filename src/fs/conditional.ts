@@ -29,11 +29,18 @@ export function describeMode(m: ConditionalMode): string {
 const refused = (e: unknown) => e instanceof SvcError && e.status === 412;
 
 /**
+ * Scratch keys of the probes: a mount serves while it probes, so listings hide
+ * these names (Remote.list) rather than show an entry that is gone a moment later.
+ */
+export const PROBE_NAME = '.svcfs-probe-';
+const probeKey = (prefix: string) => `${prefix}${PROBE_NAME}${randomBytes(6).toString('hex')}`;
+
+/**
  * Try the store's conditional writes on a scratch key under the mount's prefix
  * (removed afterwards): about eight small requests, once per mount.
  */
 export async function probeConditionalWrites(client: SvcClient, bucket: string, prefix: string, log: Logger): Promise<ConditionalMode> {
-  const key = `${prefix}.svcfs-probe-${randomBytes(6).toString('hex')}`;
+  const key = probeKey(prefix);
   const put = (body: string, o: { ifMatch?: string; ifNoneMatch?: string; unquoted?: boolean }) =>
     client.put(bucket, key, body, { ifMatch: o.ifMatch, ifNoneMatch: o.ifNoneMatch, unquotedIfMatch: o.unquoted });
   const attempt = async (f: () => Promise<string>): Promise<string | 'refused'> => {
@@ -85,7 +92,7 @@ export async function probeConditionalWrites(client: SvcClient, bucket: string, 
 
 /** Does a copy that replaces metadata keep the tags? (Ceph RGW 16 drops them.) A few small requests on scratch keys. */
 export async function probeCopyKeepsTags(client: SvcClient, bucket: string, prefix: string): Promise<boolean> {
-  const key = `${prefix}.svcfs-probe-${randomBytes(6).toString('hex')}`;
+  const key = probeKey(prefix);
   try {
     await client.put(bucket, key, '');
     await client.putTags(bucket, key, { probe: '1' }); // as setfattr user.svc.tag.* sets them

@@ -43,7 +43,7 @@ export interface FsOptions {
    * uploads where the store honours them (probed at mount), else a HEAD
    * comparing ETags first; 'off' lets the last writer win.
    */
-  conditional: ConditionalMode;
+  conditional: ConditionalMode | Promise<ConditionalMode>;
   log: Logger;
   upload?: UploadTuning;
   reader?: ReaderTuning;

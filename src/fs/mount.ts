@@ -165,13 +165,15 @@ export async function runMount(c: MountConfig): Promise<void> {
     if (e instanceof JournalLockedError) throw new MountError(e.message);
     throw e;
   }
+  // The probes (a dozen small requests, ~100 ms of a start that takes 0.3 s) run
+  // while the mount already serves: uploads and tag-keeping copies wait for them.
   const probePrefix = c.prefix === '' || c.prefix.endsWith('/') ? c.prefix : c.prefix + '/';
-  const [conditional, copyKeepsTags] = await Promise.all([
-    chooseConditionalMode(c, probePrefix),
-    c.readOnly ? true : probeCopyKeepsTags(c.client, c.bucket, probePrefix),
-  ]);
-  c.log.info({ mode: describeMode(conditional) }, 'conflict check');
-  if (!copyKeepsTags) c.log.info('this store drops tags when a copy replaces metadata: metadata changes carry them over');
+  const conditional = chooseConditionalMode(c, probePrefix);
+  const copyKeepsTags = c.readOnly ? Promise.resolve(true) : probeCopyKeepsTags(c.client, c.bucket, probePrefix);
+  const probed = Promise.all([conditional, copyKeepsTags]).then(([mode, keeps]) => {
+    c.log.info({ mode: describeMode(mode) }, 'conflict check');
+    if (!keeps) c.log.info('this store drops tags when a copy replaces metadata: metadata changes carry them over');
+  }, (e) => c.log.warn({ err: (e as Error).message }, 'probing the store failed'));
   const fsys = new SvcFs({
     client: c.client, bucket: c.bucket, prefix: c.prefix, uid: c.uid, gid: c.gid, umask: c.umask, readOnly: c.readOnly,
     cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conditional, log: c.log, keepCache: patched(),
@@ -179,7 +181,7 @@ export async function runMount(c: MountConfig): Promise<void> {
     forgetKnown: typeof Fuse.svcfsForget === 'function' ? Fuse.svcfsForget : undefined,
     memoryLimit: c.memoryLimitMiB ? c.memoryLimitMiB * 1024 * 1024 : undefined,
   });
-  fsys.remote.copyKeepsTags = copyKeepsTags;
+  fsys.remote.probed = copyKeepsTags.then((keeps) => { fsys.remote.copyKeepsTags = keeps; });
   // Staged files a crash left behind are served and uploaded before the bucket's versions of those paths.
   await fsys.recover();
   const ttl = Math.max(0, c.cacheTtlSec);
@@ -245,7 +247,8 @@ export async function runMount(c: MountConfig): Promise<void> {
   fs.rmSync(sock, { force: true });
   const control = http.createServer((req, res) => {
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify(status()));
+    // (what the probes found is part of the answer)
+    void probed.then(() => res.end(JSON.stringify(status())));
   });
   await new Promise<void>((ok) => control.listen(sock, ok));
 
@@ -263,6 +266,8 @@ export async function runMount(c: MountConfig): Promise<void> {
     clearInterval(watch);
     c.log.info({ why }, 'stopping: uploading what is pending');
     const failed = await fsys.flushAll((left) => c.log.info({ left }, 'pending uploads'));
+    // a probe still running removes its scratch keys before the process goes
+    await Promise.race([probed, new Promise((ok) => setTimeout(ok, 10_000))]);
     if (failed.length) c.log.error({ failed }, 'uploads failed; the data stays in the staging area');
     if (unmount) {
       await new Promise<void>((ok) => fuse.unmount((err: Error | null) => {

@@ -5,6 +5,7 @@
 import { SvcClient, ObjectInfo } from '../wire/client';
 import { SvcError } from '../wire/errors';
 import { Attr, AttrDefaults, attrFromObject, implicitDir } from './attrs';
+import { PROBE_NAME } from './conditional';
 
 export class Remote {
   readonly prefix: string;
@@ -15,9 +16,11 @@ export class Remote {
   listingMeta?: boolean;
   /**
    * Does a server-side copy that replaces the metadata keep the object's tags?
-   * S3 and svcfs serve: yes. Ceph RGW 16 drops them: probed at mount.
+   * S3 and svcfs serve: yes. Ceph RGW 16 drops them: probed at mount, while
+   * the mount already serves; a copy that needs the answer waits for `probed`.
    */
   copyKeepsTags = true;
+  probed: Promise<unknown> = Promise.resolve();
 
   constructor(readonly client: SvcClient, readonly bucket: string, prefix: string, readonly defaults: AttrDefaults) {
     this.prefix = prefix === '' || prefix.endsWith('/') ? prefix : prefix + '/';
@@ -73,7 +76,7 @@ export class Remote {
       if (page.contents.length) this.listingMeta = page.contents.some((c) => c.meta !== undefined);
       for (const c of page.contents) {
         const name = c.key.slice(dk.length);
-        if (!validName(name) || out.get(name)?.kind === 'dir') continue;
+        if (!validName(name) || out.get(name)?.kind === 'dir' || name.startsWith(PROBE_NAME)) continue;
         const a = attrFromObject(this.defaults, { size: c.size, lastModified: c.lastModified, etag: c.etag, meta: c.meta ?? {} });
         out.set(name, c.meta === undefined ? { ...a, partial: true } : a);
       }
@@ -96,6 +99,7 @@ export class Remote {
    */
   async copy(srcKey: string, dstKey: string, o: Parameters<SvcClient['copy']>[3] & { tagCount?: number } = {}): Promise<string> {
     const { tagCount, ...opts } = o;
+    if (opts.replaceMetadata && tagCount !== 0) await this.probed;
     const tags = this.copyKeepsTags || !opts.replaceMetadata || tagCount === 0 ? undefined : await this.client.getTags(this.bucket, srcKey);
     const etag = await this.client.copy({ bucket: this.bucket, key: srcKey }, this.bucket, dstKey, opts);
     if (tags && Object.keys(tags).length) await this.client.putTags(this.bucket, dstKey, tags);

@@ -32,8 +32,11 @@ export interface WriterOptions {
   log: Logger;
   /** write-back: close returns once staged and journaled; the upload follows after this delay (0: upload on close) */
   writeBackMs: number;
-  /** how uploads keep another writer's version (probed at mount; may be demoted at run time) */
-  conditional: ConditionalMode;
+  /**
+   * How uploads keep another writer's version: probed while the mount already
+   * serves (uploads wait for the answer); may be demoted at run time.
+   */
+  conditional: ConditionalMode | Promise<ConditionalMode>;
   upload?: UploadTuning;
   /** every buffer of an upload comes from this budget */
   budget?: MemoryBudget;
@@ -72,16 +75,16 @@ export class Writer {
   private lastUploadError?: string;
   private conflicts = 0;
   private recovered = 0;
+  /** the conditional mode; 'probing' until the mount's probe answers (uploads wait for `probed`) */
+  private mode: ConditionalMode | 'probing' = 'probing';
+  private readonly probed: Promise<void>;
 
   constructor(private readonly o: WriterOptions) {
     this.client = o.client;
     this.remote = o.remote;
     this.journal = o.journal;
     this.log = o.log;
-  }
-
-  get conditional(): ConditionalMode {
-    return this.o.conditional;
+    this.probed = Promise.resolve(o.conditional).then((m) => { this.mode = m; });
   }
 
   get writeBack(): boolean {
@@ -336,8 +339,9 @@ export class Writer {
   }
 
   /** The condition an upload carries, and how, in the mount's conditional mode. */
-  private conditionFor(st: Staged) {
-    const m = this.o.conditional;
+  private async conditionFor(st: Staged) {
+    await this.probed;
+    const m = this.mode as ConditionalMode;
     if (m.kind === 'off') return { cond: {}, head: false };
     const cond = st.base?.etag ? { ifMatch: st.base.etag } : { ifNoneMatch: '*' };
     if (m.kind === 'head') return { cond, head: true };
@@ -346,9 +350,9 @@ export class Writer {
 
   /** The store answered 412 to a condition that held: use the HEAD check from now on. */
   private distrustConditions(e: UntrustedConditionError): void {
-    if (this.o.conditional.kind !== 'conditional') return;
-    this.o.conditional = { kind: 'head', reason: e.message };
-    this.log.warn({ key: e.key, mode: describeMode(this.o.conditional) }, 'conditional writes are not reliable on this store; switching to the HEAD check');
+    if (this.mode === 'probing' || this.mode.kind !== 'conditional') return;
+    this.mode = { kind: 'head', reason: e.message };
+    this.log.warn({ key: e.key, mode: describeMode(this.mode) }, 'conditional writes are not reliable on this store; switching to the HEAD check');
   }
 
   /** Upload a staged file until what is in the bucket matches it (one upload at a time per file). */
@@ -391,7 +395,7 @@ export class Writer {
     const key = this.remote.key(path);
     const meta = metaFromAttr(st.attr);
     const t = this.o.upload ?? DEFAULT_UPLOAD;
-    const { cond, head } = this.conditionFor(st);
+    const { cond, head } = await this.conditionFor(st);
     const streamed = st.streamer ? await this.takeStream(st, gen, key) : undefined;
     // a multipart upload begun for other bytes is of no use any more
     if (st.multipart && st.multipart.gen !== gen) {
@@ -547,7 +551,7 @@ export class Writer {
     return {
       staged: this.staged.size, pendingUploads: pending, pendingBytes: bytes, uploads: this.uploads, streamedParts: this.streamedParts + streaming, uploadErrors: this.uploadErrors,
       lastUploadError: this.lastUploadError, conflicts: this.conflicts, recovered: this.recovered, writeBackSec: this.o.writeBackMs / 1000,
-      conditionalWrites: describeMode(this.o.conditional),
+      conditionalWrites: this.mode === 'probing' ? 'probing the store' : describeMode(this.mode),
     };
   }
 }

@@ -14,6 +14,8 @@ export interface FaultProxy {
   rate: number;
   /** when set, every connection is dropped: the server is unreachable */
   down: boolean;
+  /** when set, a request is held this many milliseconds before it is forwarded (0: not held) */
+  delayOf?: (req: http.IncomingMessage) => number;
   counts: Record<Fault | 'forwarded', number>;
   close(): Promise<void>;
 }
@@ -54,6 +56,11 @@ export async function startFaultProxy(t: Tap, target: string, rate: number): Pro
   const server = http.createServer((req, res) => {
     if (p.down) {
       req.socket.destroy();
+      return;
+    }
+    const held = p.delayOf?.(req) ?? 0;
+    if (held > 0) {
+      setTimeout(() => forward(req, res, false), held);
       return;
     }
     const fault = Math.random() < p.rate ? FAULTS[Math.floor(Math.random() * FAULTS.length)] : undefined;
