@@ -3,9 +3,11 @@
 import { SvcError } from '../wire/errors';
 import { parseXml, textOf, XmlError, XmlTree } from '../wire/xml';
 import { uriEncode } from '../wire/signer';
+import { JSON_LISTING } from '../wire/client';
 import { finishEmpty, receiveSmall } from './body';
-import { Ctx, header, isoDate, sendEmpty, sendXml, xh } from './context';
+import { Ctx, header, isoDate, sendEmpty, sendXml, setCommonHeaders, xh } from './context';
 import { requireWrite } from './objects';
+import type { ListResult } from './store';
 import { Users } from './users';
 
 function requireRead(ctx: Ctx): void {
@@ -48,6 +50,9 @@ export function listObjects(ctx: Ctx): void {
   // common prefix that has a directory marker, the marker's, so that a mount can
   // show modes and times from a listing without a HEAD per object.
   const withMeta = ctx.query.get('metadata') === 'true';
+  const truncated = maxKeys > 0 && page.truncated; // max-keys=0 asks for nothing, and nothing more is to come
+  const next = !page.truncated || page.last === undefined ? undefined : v2 ? token.encode(page.last) : delimiter ? page.last : undefined;
+  if (ctx.query.get(JSON_LISTING.param) === 'json') return sendJsonListing(ctx, page, withMeta, truncated, next);
   const metaXml = (json: string) => ({ Entry: Object.entries(JSON.parse(json) as Record<string, string>).map(([Name, Value]) => ({ Name, Value: enc(Value) })) });
   // V1 always names each object's owner, V2 when asked to (fetch-owner=true), as S3
   const owner = !v2 || ctx.query.get('fetch-owner') === 'true' ? { ID: ctx.user!.accessKeyId, DisplayName: ctx.user!.name } : undefined;
@@ -67,14 +72,43 @@ export function listObjects(ctx: Ctx): void {
   body.MaxKeys = maxKeys;
   if (delimiter) body.Delimiter = enc(delimiter);
   if (urlEnc) body.EncodingType = 'url';
-  body.IsTruncated = maxKeys > 0 && page.truncated; // max-keys=0 asks for nothing, and nothing more is to come
-  if (page.truncated && page.last !== undefined) {
-    if (v2) body.NextContinuationToken = token.encode(page.last);
-    else if (delimiter) body.NextMarker = enc(page.last);
+  body.IsTruncated = truncated;
+  if (next !== undefined) {
+    if (v2) body.NextContinuationToken = next;
+    else body.NextMarker = enc(next);
   }
   body.Contents = contents;
   body.CommonPrefixes = prefixes;
   sendXml(ctx, 200, 'ListBucketResult', body);
+}
+
+/**
+ * Extension (svcfs-format=json, asked for by svcfs mount): the same page as
+ * JSON, in a content type of its own (Ceph RGW answers `format=json` with a
+ * JSON of another shape, so neither name is the common one). A fresh mount process parsed a 500-entry XML page in
+ * ~27 ms (its JIT is cold), JSON in ~1.5 ms; here the stored metadata, already
+ * JSON, is spliced in as it is instead of being parsed and escaped per entry.
+ * Keys are exact (no encoding-type); times are milliseconds since the epoch.
+ */
+function sendJsonListing(ctx: Ctx, page: ListResult, withMeta: boolean, truncated: boolean, next: string | undefined): void {
+  const parts = [`{"isTruncated":${truncated}`];
+  if (next !== undefined) parts.push(`,"next":${JSON.stringify(next)}`);
+  parts.push(',"contents":[');
+  page.contents.forEach((c, i) => {
+    parts.push(`${i ? ',' : ''}{"key":${JSON.stringify(c.key)},"lastModified":${c.mtime},"etag":${JSON.stringify(c.etag)},"size":${c.size}${withMeta ? `,"meta":${c.meta}` : ''}}`);
+  });
+  parts.push('],"prefixes":[');
+  page.prefixes.forEach((p, i) => {
+    const marker = withMeta ? page.markers.get(p) : undefined;
+    parts.push(`${i ? ',' : ''}{"prefix":${JSON.stringify(p)}${marker !== undefined ? `,"meta":${marker}` : ''}}`);
+  });
+  parts.push(']}');
+  const body = Buffer.from(parts.join(''), 'utf8');
+  setCommonHeaders(ctx);
+  ctx.res.setHeader('Content-Type', JSON_LISTING.contentType);
+  ctx.res.setHeader('Content-Length', body.length);
+  ctx.res.writeHead(200);
+  ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body);
 }
 
 export async function deleteObjects(ctx: Ctx): Promise<void> {

@@ -119,6 +119,19 @@ export interface ListOptions {
   metadata?: boolean;
 }
 
+/**
+ * svcfs serve's listing as JSON: asked for with this query parameter, told
+ * by this content type (other stores ignore the parameter and answer XML).
+ */
+export const JSON_LISTING = { param: 'svcfs-format', contentType: 'application/x-svcfs-listing+json' };
+
+interface JsonListing {
+  isTruncated: boolean;
+  next?: string;
+  contents: Array<{ key: string; lastModified: number; etag: string; size: number; meta?: Record<string, string> }>;
+  prefixes: Array<{ prefix: string; meta?: Record<string, string> }>;
+}
+
 export interface PutOptions {
   contentType?: string;
   meta?: Record<string, string>;
@@ -438,13 +451,14 @@ export class SvcClient {
 
   async listPage(bucket: string, o: ListOptions & { token?: string } = {}): Promise<ListPage> {
     const q: Array<[string, string]> = [['list-type', '2'], ['encoding-type', 'url']];
-    if (o.metadata) q.push(['metadata', 'true']);
+    if (o.metadata) q.push(['metadata', 'true'], [JSON_LISTING.param, 'json']);
     if (o.prefix) q.push(['prefix', o.prefix]);
     if (o.delimiter) q.push(['delimiter', o.delimiter]);
     if (o.token) q.push(['continuation-token', o.token]);
     if (o.startAfter) q.push(['start-after', o.startAfter]);
     if (o.maxKeys !== undefined) q.push(['max-keys', String(o.maxKeys)]);
     const r = await this.send({ op: 'list', method: 'GET', bucket, query: q });
+    if (r.headers['content-type'] === JSON_LISTING.contentType) return listPageOf(await r.body.json() as JsonListing);
     const doc = parseXml(await r.body.text()).ListBucketResult ?? {};
     const enc = textOf(doc.EncodingType) === 'url';
     const dec = (s: string) => (enc ? decodeURIComponent(s.replace(/\+/g, ' ')) : s);
@@ -504,6 +518,20 @@ export class SvcClient {
     const doc = parseXml(await r.body.text()).ListPartsResult ?? {};
     return (doc.Part ?? []).map((p: any) => ({ partNumber: Number(textOf(p.PartNumber)), etag: textOf(p.ETag).replace(/^"|"$/g, ''), size: Number(textOf(p.Size)) }));
   }
+}
+
+/** A JSON listing page (svcfs serve) as a ListPage; a page of another shape is a protocol error. */
+function listPageOf(j: JsonListing): ListPage {
+  if (!j || !Array.isArray(j.contents) || !Array.isArray(j.prefixes)) throw new SvcError('MalformedListing', 'the JSON listing has no contents or prefixes');
+  const prefixMeta = new Map<string, Record<string, string>>();
+  for (const p of j.prefixes) if (p.meta) prefixMeta.set(p.prefix, p.meta);
+  return {
+    contents: j.contents.map((c) => ({ key: c.key, size: c.size, etag: c.etag, lastModified: new Date(c.lastModified), meta: c.meta })),
+    prefixes: j.prefixes.map((p) => p.prefix),
+    prefixMeta,
+    truncated: j.isTruncated === true,
+    next: j.next,
+  };
 }
 
 function metaOf(um: any, dec: (s: string) => string): Record<string, string> {
