@@ -39,7 +39,7 @@ export function parseXml(text: string): Record<string, any> {
 // objects, repeated ones arrays (always, for the paths in REPEATED); the five
 // predefined entities and numeric character references are decoded.
 
-interface Frame { name: string; node: PathNode | undefined; obj: Record<string, any> | undefined; text: string }
+interface Frame { name: string; node: PathNode | undefined; obj: Record<string, any>; text: string; children: boolean }
 
 const NAME = /^[A-Za-z_][\w.:-]*$/;
 const ENTITY = /&(#x[0-9a-fA-F]+|#[0-9]+|lt|gt|amp|quot|apos);/g;
@@ -66,51 +66,49 @@ function own(s: string): string {
 }
 
 const GT = 62;
-const SLASH = 47;
-/** where a tag's name ends: white space, `/` or `>` */
-const NAME_END = /[\s/>]/g;
-/** a quote inside a tag: only then does its `>` need a search past quoted values */
-const QUOTE = /["']/;
+const DQ = 34;
+const SQ = 39;
 
 /**
- * index of the `>` that ends the tag opened at `lt`, past quoted attribute
- * values. The documents of this interface have no attributes but xmlns, so the
- * first `>` nearly always is it: found by indexOf, not a loop over characters
- * (a fresh process interprets such loops: they were most of the time of the
- * first listing page a mount reads).
+ * index of the `>` that ends the tag opened before `from`, past quoted attribute
+ * values (a loop over char codes: a slice and a regex per tag were most of the
+ * time of a listing page)
  */
-function tagEnd(text: string, lt: number): number {
-  const e = text.indexOf('>', lt);
-  if (e < 0 || !QUOTE.test(text.slice(lt, e))) return e;
-  let quote = '';
-  for (let i = lt; i < text.length; i++) {
-    const c = text[i];
+function tagEnd(text: string, from: number): number {
+  let quote = 0;
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
     if (quote) {
-      if (c === quote) quote = '';
-    } else if (c === '"' || c === "'") quote = c;
-    else if (c === '>') return i;
+      if (c === quote) quote = 0;
+    } else if (c === DQ || c === SQ) quote = c;
+    else if (c === GT) return i;
   }
   return -1;
 }
 
-/** the element's own object, made when its first child closes (leaves need none) */
-function objOf(f: Frame): Record<string, any> {
-  return f.obj ?? (f.obj = {});
+/** length of the element name at the start of `s` (up to white space) */
+function nameLength(s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 32 || c === 9 || c === 10 || c === 13) return i;
+  }
+  return s.length;
 }
 
 function scan(text: string): Record<string, any> {
-  const doc: Frame = { name: '', node: PATHS, obj: {}, text: '' };
+  const doc: Frame = { name: '', node: PATHS, obj: {}, text: '', children: false };
   const stack: Frame[] = [doc];
   let top = doc;
   let roots = 0;
   let i = 0;
   const close = (f: Frame, value: any) => {
-    const parent = objOf(stack[stack.length - 1]);
-    const have = parent[f.name];
-    if (f.node?.repeated) (have ?? (parent[f.name] = [])).push(value);
-    else if (have === undefined) parent[f.name] = value;
+    const parent = stack[stack.length - 1];
+    parent.children = true;
+    const have = parent.obj[f.name];
+    if (f.node?.repeated) (have ?? (parent.obj[f.name] = [])).push(value);
+    else if (have === undefined) parent.obj[f.name] = value;
     else if (Array.isArray(have)) have.push(value);
-    else parent[f.name] = [have, value];
+    else parent.obj[f.name] = [have, value];
   };
   while (i < text.length) {
     const lt = text.indexOf('<', i);
@@ -139,15 +137,11 @@ function scan(text: string): Record<string, any> {
       } else throw new XmlError(`unexpected markup at ${lt}`);
     } else if (c === '/') {
       const e = text.indexOf('>', lt);
-      // (the usual case, </Name> exactly, is compared in place)
-      const exact = top !== doc && e === lt + 2 + top.name.length && text.startsWith(top.name, lt + 2);
-      if (!exact) {
-        const name = e < 0 ? '' : text.slice(lt + 2, e).trimEnd();
-        if (top === doc || name !== top.name) throw new XmlError(`unexpected </${name}> at ${lt}${top === doc ? '' : ` (open: <${top.name}>)`}`);
-      }
+      const name = e < 0 ? '' : text.slice(lt + 2, e).trimEnd();
+      if (top === doc || name !== top.name) throw new XmlError(`unexpected </${name}> at ${lt}${top === doc ? '' : ` (open: <${top.name}>)`}`);
       stack.pop();
       let value: any = own(top.text);
-      if (top.obj) {
+      if (top.children) {
         value = top.obj;
         if (top.text.trim()) value['#text'] = top.text;
       }
@@ -155,15 +149,15 @@ function scan(text: string): Record<string, any> {
       top = stack[stack.length - 1];
       i = e + 1;
     } else {
-      const e = tagEnd(text, lt);
+      const e = tagEnd(text, lt + 1);
       if (e < 0) throw new XmlError(`unterminated tag at ${lt}`);
-      const self = text.charCodeAt(e - 1) === SLASH;
-      NAME_END.lastIndex = lt + 1;
-      NAME_END.test(text);
-      const name = text.slice(lt + 1, Math.min(NAME_END.lastIndex - 1, self ? e - 1 : e));
+      const self = text[e - 1] === '/';
+      const inner = text.slice(lt + 1, self ? e - 1 : e);
+      const sp = nameLength(inner);
+      const name = sp === inner.length ? inner : inner.slice(0, sp);
       if (!NAME.test(name)) throw new XmlError(`bad element name "${name}" at ${lt}`);
       if (top === doc && roots++ > 0) throw new XmlError('more than one root element');
-      const f: Frame = { name, node: top.node?.kids.get(name), obj: undefined, text: '' };
+      const f: Frame = { name, node: top.node?.kids.get(name), obj: {}, text: '', children: false };
       if (self) close(f, '');
       else {
         stack.push(f);
@@ -174,7 +168,7 @@ function scan(text: string): Record<string, any> {
   }
   if (stack.length > 1) throw new XmlError(`unclosed <${top.name}>`);
   if (roots === 0) throw new XmlError('empty document');
-  return doc.obj!;
+  return doc.obj;
 }
 
 const NEEDS_ESCAPE = /[&<>"'\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
