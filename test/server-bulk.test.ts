@@ -9,7 +9,7 @@ import { getGlobalDispatcher } from 'undici';
 import { AWS } from '../src/wire/dialect';
 import { amzTimestamp, chunkStringToSign, encodePath, sha256Hex, signatureOf, signingKey, signRequest } from '../src/wire/signer';
 import { buildXml, parseXml } from '../src/wire/xml';
-import { JSON_LISTING } from '../src/wire/client';
+import { JSON_LISTING } from '../src/wire/listing';
 import { raw } from './helpers/http';
 import { ADMIN, startServer } from './helpers/server';
 

@@ -3,7 +3,7 @@
 import { SvcError } from '../wire/errors';
 import { parseXml, textOf, XmlError, XmlTree } from '../wire/xml';
 import { uriEncode } from '../wire/signer';
-import { JSON_LISTING } from '../wire/client';
+import { JSON_LISTING } from '../wire/listing';
 import { finishEmpty, receiveSmall } from './body';
 import { Ctx, header, isoDate, sendEmpty, sendXml, setCommonHeaders, xh } from './context';
 import { requireWrite } from './objects';
@@ -84,8 +84,7 @@ export function listObjects(ctx: Ctx): void {
 
 /**
  * Extension (svcfs-format=json, asked for by svcfs mount): the same page as
- * JSON, in a content type of its own (Ceph RGW answers `format=json` with a
- * JSON of another shape, so neither name is the common one). A fresh mount process parsed a 500-entry XML page in
+ * JSON (src/wire/listing.ts). A fresh mount process parsed a 500-entry XML page in
  * ~27 ms (its JIT is cold), JSON in ~1.5 ms; here the stored metadata, already
  * JSON, is spliced in as it is instead of being parsed and escaped per entry.
  * Keys are exact (no encoding-type); times are milliseconds since the epoch.

@@ -10,6 +10,7 @@ import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 import { Dialect, SVC, UNSIGNED_PAYLOAD, EMPTY_SHA256 } from './dialect';
 import { SvcError } from './errors';
 import { decodeHeaderText, encodeHeaderText, utf8FromLatin1 } from './headertext';
+import { JSON_LISTING, JsonListing } from './listing';
 import { Credentials, encodePath, sha256Hex, signRequest, signRequestV2, uriEncode } from './signer';
 import { buildXml, parseXml, textOf } from './xml';
 
@@ -119,18 +120,6 @@ export interface ListOptions {
   metadata?: boolean;
 }
 
-/**
- * svcfs serve's listing as JSON: asked for with this query parameter, told
- * by this content type (other stores ignore the parameter and answer XML).
- */
-export const JSON_LISTING = { param: 'svcfs-format', contentType: 'application/x-svcfs-listing+json' };
-
-interface JsonListing {
-  isTruncated: boolean;
-  next?: string;
-  contents: Array<{ key: string; lastModified: number; etag: string; size: number; meta?: Record<string, string> }>;
-  prefixes: Array<{ prefix: string; meta?: Record<string, string> }>;
-}
 
 export interface PutOptions {
   contentType?: string;
