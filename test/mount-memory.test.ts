@@ -19,7 +19,8 @@ t.test('four readers and two writers at once stay within memory_limit', async (t
   await Promise.all(names.map((n) => sh(`head -c ${size} /dev/urandom > ${local}/${n}.bin`)));
   for (const n of names.slice(0, 4)) await c.put('test', `${n}.bin`, { file: `${local}/${n}.bin`, start: 0, length: size });
   const limit = Number(process.env.SVCFS_TEST_MEMORY_LIMIT ?? 16);
-  const m = await startMount(t, s, { options: [`memory_limit=${limit}`] });
+  // payload_hash=always: the uploads hash their parts too (to a loopback server they would go unsigned)
+  const m = await startMount(t, s, { options: [`memory_limit=${limit}`, 'payload_hash=always'] });
   await sh(`ls -l ${m.mnt} > /dev/null`);
   const pid = m.proc.pid!;
   const base = kib(pid, 'VmRSS');

@@ -3,9 +3,12 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import { getGlobalDispatcher } from 'undici';
+import { isLoopback, SvcClient } from '../src/wire/client';
 import { AWS } from '../src/wire/dialect';
 import { amzTimestamp, chunkStringToSign, encodePath, sha256Hex, signatureOf, signingKey, signRequest } from '../src/wire/signer';
 import { buildXml, parseXml } from '../src/wire/xml';
@@ -321,4 +324,55 @@ t.test('listing as JSON (svcfs-format=json): the same pages as XML', async (t) =
   t.same(page.contents.map((o) => o.key), xmlPage.contents.map((o) => o.key));
   t.same(page.contents.map((o) => [o.etag, o.size, o.lastModified.getTime()]), xmlPage.contents.map((o) => [o.etag, o.size, o.lastModified.getTime()]));
   t.same(page.prefixMeta.get('j/d/'), { mode: '16877' });
+});
+
+t.test('uploads: the payload hash, signed or UNSIGNED-PAYLOAD (payload_hash)', async (t) => {
+  const s = await startServer(t);
+  // between client and server: records each upload's payload hash header and flips one byte of every body
+  const seen: string[] = [];
+  const proxy = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (d: Buffer) => parts.push(d));
+    req.on('end', () => {
+      const body = Buffer.concat(parts);
+      if (req.method === 'PUT' && body.length) {
+        seen.push(String(req.headers['x-svc-content-sha256']));
+        body[body.length >> 1] ^= 0xff;
+      }
+      const up = new URL(s.url);
+      const out = http.request({ host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers }, (ur) => {
+        res.writeHead(ur.statusCode ?? 502, ur.headers);
+        ur.pipe(res);
+      });
+      out.end(body);
+    });
+  });
+  await new Promise<void>((ok) => proxy.listen(0, '127.0.0.1', ok));
+  t.teardown(() => proxy.close());
+  const at = (host: string, payloadHash?: 'auto' | 'always' | 'never') =>
+    new SvcClient({ endpoint: `http://${host}:${(proxy.address() as AddressInfo).port}`, credentials: ADMIN, payloadHash, maxAttempts: 1 });
+  const body = randomBytes(MiB);
+
+  // signed: the store refuses the changed bytes, and nothing is stored
+  const signed = at('127.0.0.1', 'always');
+  t.teardown(() => signed.close());
+  await t.rejects(signed.put('test', 'payload/signed', body), { code: 'XSvcContentSHA256Mismatch' });
+  t.equal(seen.pop(), sha256Hex(body), 'the body went with its SHA-256');
+  t.equal(await s.client().head('test', 'payload/signed'), undefined, 'nothing stored');
+  const id = await signed.createMultipart('test', 'payload/mp');
+  await t.rejects(signed.uploadPart('test', 'payload/mp', id, 1, body), { code: 'XSvcContentSHA256Mismatch' }, 'a part too');
+  t.equal(seen.pop(), sha256Hex(body));
+
+  // auto, to a loopback address (by number or by name), and never: UNSIGNED-PAYLOAD (no wire to change the bytes)
+  for (const [host, mode] of [['127.0.0.1', undefined], ['localhost', 'auto'], ['127.0.0.1', 'never']] as const) {
+    const c = at(host, mode);
+    await c.put('test', `payload/${host}-${mode}`, body);
+    await c.close();
+    t.equal(seen.pop(), 'UNSIGNED-PAYLOAD', `${host}, ${mode ?? 'default'}: unsigned`);
+  }
+  t.ok(isLoopback('127.0.0.1') && isLoopback('127.8.9.10') && isLoopback('[::1]') && isLoopback('localhost'));
+  t.notOk(isLoopback('10.0.0.1') || isLoopback('128.0.0.1') || isLoopback('example.com') || isLoopback('127.example.com'));
+  // auto, to another host: signed (the client only decides; nothing is sent)
+  t.equal(new SvcClient({ endpoint: 'http://10.0.0.1:9000', payloadHash: 'auto' }).unsignedUploads, false);
+  t.equal(new SvcClient({ endpoint: 'https://10.0.0.1:9000' }).unsignedUploads, true, 'TLS protects the bytes');
 });

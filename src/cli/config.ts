@@ -104,6 +104,8 @@ export interface MountOpts {
   /** MiB of buffers (read-ahead, upload parts) the mount may hold */
   memoryLimit?: number;
   conflictCheck: 'on' | 'head' | 'off';
+  /** uploads signed with their SHA-256: always, never, or auto (unless TLS or loopback) */
+  payloadHash: 'auto' | 'always' | 'never';
   /** options for fstab/mount(8) that mount.svcfs handles: endpoint=, region=, dialect=, profile=, credentials=, ca= */
   passthrough: Record<string, string>;
 }
@@ -113,7 +115,7 @@ const PASSTHROUGH = new Set(['endpoint', 'region', 'dialect', 'profile', 'creden
 
 /** `-o a,b=c` strings (repeatable) in the usual FUSE style. */
 export function parseMountOptions(list: string[]): MountOpts {
-  const o: MountOpts = { allowOther: false, readOnly: false, nonEmpty: false, conflictCheck: 'on', passthrough: {} };
+  const o: MountOpts = { allowOther: false, readOnly: false, nonEmpty: false, conflictCheck: 'on', payloadHash: 'auto', passthrough: {} };
   const int = (k: string, v: string, base = 10) => {
     const n = parseInt(v, base);
     if (!/^\d+$/.test(v) || Number.isNaN(n)) throw new UsageError(`-o ${k}= needs a number, got "${v}"`);
@@ -145,6 +147,10 @@ export function parseMountOptions(list: string[]): MountOpts {
       case 'conflict_check':
         if (v !== 'on' && v !== 'off' && v !== 'head') throw new UsageError('-o conflict_check= takes on, head or off');
         o.conflictCheck = v;
+        break;
+      case 'payload_hash':
+        if (v !== 'auto' && v !== 'always' && v !== 'never') throw new UsageError('-o payload_hash= takes auto, always or never');
+        o.payloadHash = v;
         break;
       default:
         if (PASSTHROUGH.has(k) && at > 0) o.passthrough[k] = v;

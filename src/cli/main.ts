@@ -125,7 +125,8 @@ Examples:
 Mount options (-o): allow_other, ro, uid=N, gid=N, umask=022, cache_ttl=SECONDS (30),
   cache_dir=DIR (~/.cache/svcfs), retry_budget=SECONDS (60), write_back=SECONDS (off),
   memory_limit=MIB (64: read-ahead and upload buffers together; the process stays near it plus ~90 MiB),
-  conflict_check=on|head|off (on: conditional uploads; head: compare ETags first), nonempty,
+  conflict_check=on|head|off (on: conditional uploads; head: compare ETags first),
+  payload_hash=auto|always|never (sign uploads with their SHA-256; auto: unless https or loopback), nonempty,
   and for mount(8)/fstab: endpoint=URL, region=R, dialect=svc|aws, profile=P, credentials=FILE, ca=FILE
 
 Config file (~/.config/svcfs/config, one [section] per profile), defaults that flags override:

@@ -69,7 +69,7 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
   if (!o.foreground) return daemonize(target, mountpoint, { ...o, endpoint, region, dialect: dialect.name, signature, ca: caFile && path.resolve(caFile) }, logFile);
   const log = makeLogger(p.log_level ?? o.logLevel, logFile, o.logFormat);
   const client = new SvcClient({
-    endpoint, credentials, region, dialect, signature, ca,
+    endpoint, credentials, region, dialect, signature, ca, payloadHash: opts.payloadHash,
     // the time budget, not a count, bounds a mount's retries (a server restart takes seconds)
     retryBudgetMs: (opts.retryBudget ?? 60) * 1000, maxAttempts: 1000,
     onRetry: (op, attempt, err) => log.warn({ op, attempt, err: (err as Error).message }, 'retrying'),
