@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { startFaultProxy } from './helpers/faultproxy';
-import { forceUnmount, sh, shStatus, sleep, startMount } from './helpers/mount';
+import { forceUnmount, sh, shStatus, sleep, startMount, stepper } from './helpers/mount';
 import { startServer, tmpDir } from './helpers/server';
 
 const KiB = 1024;
@@ -248,17 +248,19 @@ for (const mode of ['on', 'head']) t.test(`a conflicting change keeps both versi
   await c.put('test', 'shared/doc.txt', 'version 1 from the bucket\n');
   await sleep(2100);
   // the mount holds an edit (the file is open, modified, not yet closed) ...
-  const editing = shStatus(`python3 -c "
-import time
+  const editing = stepper(`
 f = open('${m.mnt}/shared/doc.txt', 'r+')
 f.seek(0, 2); f.write('edited through the mount\\n'); f.flush()
-time.sleep(2)
+said('edited')
+wait('changed')
 f.close()
-"`);
-  await sleep(700);
+`);
+  await editing.reached('edited');
+  await sleep(300); // the mount reads the rest of the file (version 1) as soon as it is written to
   // ... while another client writes the same key
   await c.put('test', 'shared/doc.txt', 'version 2 from another client\n');
-  const r = await editing;
+  editing.go('changed');
+  const r = await editing.done;
   t.equal(r.code, 0, 'close succeeds: our version is kept, not lost');
   t.equal((await c.getBuffer('test', 'shared/doc.txt')).toString(), 'version 2 from another client\n', "the other writer's version stays at the key");
   const keys: string[] = [];

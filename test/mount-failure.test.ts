@@ -2,7 +2,7 @@
 // application, and the data stays staged instead of being lost.
 import t from 'tap';
 import * as fs from 'node:fs';
-import { sh, shStatus, sleep, startMount, stepper } from './helpers/mount';
+import { sh, sleep, startMount, stepper } from './helpers/mount';
 import { startServer, tmpDir } from './helpers/server';
 
 t.test('a failed upload is an error from close, and nothing is lost', async (t) => {
@@ -15,23 +15,27 @@ t.test('a failed upload is an error from close, and nothing is lost', async (t) 
   await sh(`echo before > ${M}/before.txt`);
 
   // Writers that hold their files open while the server goes away, then close (or fsync).
-  const writer = (file: string, how: 'close' | 'fsync') => shStatus(`python3 -c "
-import os, sys, time
+  const writer = (file: string, how: 'close' | 'fsync') => stepper(`
 f = open('${M}/' + '${file}', 'wb')
 f.write(open('${local}/data.bin', 'rb').read())
-time.sleep(2)
+f.flush()
+said('written')
+wait('gone')
 if '${how}' == 'fsync':
-    f.flush(); os.fsync(f.fileno())
+    os.fsync(f.fileno())
 f.close()
-"`);
+`);
   const closing = writer('data.bin', 'close');
   const syncing = writer('synced.bin', 'fsync');
-  await new Promise((r) => setTimeout(r, 1000));
+  await closing.reached('written');
+  await syncing.reached('written');
   await s.stop('SIGKILL');
-  const cp = await closing;
+  closing.go('gone');
+  syncing.go('gone');
+  const cp = await closing.done;
   t.not(cp.code, 0, 'close fails');
   t.match(cp.stderr, /Input\/output error/, 'with EIO');
-  const fsync = await syncing;
+  const fsync = await syncing.done;
   t.not(fsync.code, 0, 'fsync fails');
   t.match(fsync.stderr, /Input\/output error/);
   const st = await m.status();
