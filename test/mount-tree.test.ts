@@ -172,6 +172,14 @@ t.test('cp -r and rm -r: the lookup after each create and the directory checks b
   // each new name's (negative) lookup reaches JavaScript; libfuse's lookup after create and the
   // kernel's check of the directory before the next file do not (they were 2 more per file)
   t.ok(l1 - l0 <= 50 + 5, `cp -r of 50 files: ${l1 - l0} getattr/fgetattr reached JavaScript`);
+  // into a directory that exists, cp stats each name first, then creates it with O_EXCL, which makes
+  // the kernel look the name up again: that second lookup is answered ENOENT in the FUSE thread
+  await sh(`mkdir ${m.mnt}/dst2`);
+  const l1b = await lookups(m);
+  await sh(`cp -r ${local}/. ${m.mnt}/dst2/`);
+  const l1c = await lookups(m);
+  t.ok(l1c - l1b <= 50 + 5, `cp -r into an existing directory: ${l1c - l1b} getattr reached JavaScript (2 per file before)`);
+  t.equal(await sh(`cat ${m.mnt}/dst2/f3`), 'file 3\n', 'and the files are there');
   const [mode, mtime] = (await sh(`stat -c '%a %Y' ${m.mnt}/dst`)).trim().split(' ');
   t.equal(mode, '755', "the directory's own mode");
   t.ok(Number(mtime) >= started, `its mtime is that of the last create (${mtime} >= ${started})`);
@@ -187,4 +195,10 @@ t.test('cp -r and rm -r: the lookup after each create and the directory checks b
   const l3 = await lookups(m2);
   t.ok(l3 - l2 <= 50 + 5, `rm -r of 50 files: ${l3 - l2} getattr reached JavaScript (one lookup per file; 2 per file before)`);
   t.equal((await s.client().listPage('test', { prefix: 'dst/' })).contents.length, 0, 'all gone');
+  // a name found missing, then made by another client: an O_EXCL create through the mount does not
+  // overwrite it (the upload's If-None-Match keeps both, as a conflict)
+  await sh(`stat ${m2.mnt}/dst2/late 2>/dev/null || true`);
+  await s.client().put('test', 'dst2/late', 'theirs');
+  await sh(`python3 -c "import os; fd = os.open('${m2.mnt}/dst2/late', os.O_CREAT | os.O_EXCL | os.O_WRONLY); os.write(fd, b'ours'); os.close(fd)" || true`);
+  t.equal((await s.client().getBuffer('test', 'dst2/late')).toString(), 'theirs', 'theirs is not overwritten');
 });

@@ -202,7 +202,7 @@ export async function statusCommand(mountpoint: string, o: { json?: boolean }): 
     `${s.mountpoint}: ${s.bucket}${s.prefix ? ':' + s.prefix : ''} at ${s.endpoint} (pid ${s.pid}, up ${s.uptimeSec}s)`,
     `cache: ${s.cache.entries} entries, hit rate ${(s.cache.hitRate * 100).toFixed(1)}% (${s.cache.hits} hits, ${s.cache.misses} misses), ttl ${s.cache.ttlSec}s`,
     `requests: ${req}; retries ${s.retries}`,
-    `operations: ${opLine}`,
+    `operations: ${opLine}${s.writesInFuseThread ? `; writes made in the FUSE thread ${s.writesInFuseThread}` : ''}`,
     `memory: ${s.memory.rssMiB} MiB resident (peak ${s.memory.peakRssMiB}); buffers ${(s.buffers.used / 1048576).toFixed(0)} of ${(s.buffers.limit / 1048576).toFixed(0)} MiB in use (peak ${(s.buffers.peak / 1048576).toFixed(0)}); streamed parts ${s.streamedParts}`,
     `open files ${s.openFiles}; pending uploads ${s.pendingUploads} (${s.pendingBytes} bytes); uploads ${s.uploads}, failed ${s.uploadErrors}${s.lastUploadError ? ` (last: ${s.lastUploadError})` : ''}`,
     `write-back ${s.writeBackSec ? `${s.writeBackSec}s` : 'off (upload on close)'}; conflicts kept ${s.conflicts}; revalidated ${s.revalidated}; recovered at start ${s.recovered}`,

@@ -16,6 +16,7 @@ import { ConditionalMode } from './conditional';
 import { Journal } from './journal';
 import { Metadata } from './metadata';
 import { Staged } from './staged';
+import { WriteAddon, WriteOffload } from './offload';
 import { UploadTuning } from './uploader';
 import { MemoryBudget } from './budget';
 
@@ -55,6 +56,8 @@ export interface FsOptions {
   forgetKnown?: () => void;
   /** bytes all read-ahead chunks and upload parts may hold together (-o memory_limit) */
   memoryLimit?: number;
+  /** the addon writes a handle's data into its staging file itself (patched fuse-native: Fuse.svcfsWriteFile, offload.ts) */
+  writeFiles?: WriteAddon;
 }
 
 interface Handle {
@@ -68,6 +71,8 @@ interface Handle {
 
 export interface FsStats extends WriterStats {
   openFiles: number;
+  /** writes the addon made into staging files without a hop here (offload.ts) */
+  writesInFuseThread: number;
   /** the memory budget of buffers: limit, in use, peak (bytes) */
   buffers: { limit: number; used: number; peak: number; waiting: number };
   copyKeepsTags: boolean;
@@ -97,6 +102,7 @@ export class SvcFs {
   /** files unlinked while open for reading: their objects go when the last reader closes */
   private readonly orphans = new Map<string, string>();
   private readonly budget: MemoryBudget;
+  readonly offload?: WriteOffload;
 
   constructor(private readonly o: FsOptions) {
     this.client = o.client;
@@ -112,6 +118,7 @@ export class SvcFs {
       // pages of a file written here (write-through) hold what was uploaded: the next read may keep them
       uploaded: (path, etag) => this.pages.note(path, etag),
     });
+    if (o.writeFiles) this.offload = new WriteOffload(o.writeFiles, (st) => this.writer.touched(st));
     this.meta = new Metadata({
       client: o.client, bucket: o.bucket, remote: this.remote, cache: this.cache, writer: this.writer, dirTimes: this.dirTimes,
       getattr: (p) => this.getattr(p), writable: () => this.writable(), changing: (p) => this.changing(p), setRoot: (a) => { this.root = a; },
@@ -313,7 +320,14 @@ export class SvcFs {
     const s = await this.writer.stage(path, a);
     s.refs++;
     if (flags & C.O_TRUNC) await s.truncate(0);
-    return this.addHandle({ path, flags, staged: s });
+    return this.offloaded(this.addHandle({ path, flags, staged: s }));
+  }
+
+  /** A handle writing a file with no byte left to fetch has its writes made by the addon (offload.ts), unless it appends. */
+  private offloaded(fd: number): number {
+    const h = this.handles.get(fd)!;
+    if (this.offload && h.staged && !h.staged.hasBaseBytes && !(h.flags & C.O_APPEND)) this.offload.attach(fd, h.staged);
+    return fd;
   }
 
   async create(path: string, mode: number, who: Caller): Promise<number> {
@@ -327,7 +341,7 @@ export class SvcFs {
     st.refs++;
     this.born(path);
     this.cache.set(path, attr);
-    return this.addHandle({ path, flags: C.O_RDWR, staged: st });
+    return this.offloaded(this.addHandle({ path, flags: C.O_RDWR, staged: st }));
   }
 
   /**
@@ -371,6 +385,7 @@ export class SvcFs {
     const h = this.handles.get(fd);
     if (!h) return;
     this.handles.delete(fd);
+    this.offload?.detach(fd);
     h.reader?.close();
     if (h.staged) await this.writer.release(h.staged);
     const orphan = this.orphans.get(h.path);
@@ -561,7 +576,7 @@ export class SvcFs {
   // ---- state ----
 
   stats(): FsStats {
-    return { openFiles: this.handles.size, revalidated: this.revalidated, copyKeepsTags: this.remote.copyKeepsTags, buffers: this.budget.stats(), ...this.writer.stats() };
+    return { openFiles: this.handles.size, writesInFuseThread: this.offload?.writes ?? 0, revalidated: this.revalidated, copyKeepsTags: this.remote.copyKeepsTags, buffers: this.budget.stats(), ...this.writer.stats() };
   }
 
   recover(): Promise<number> {

@@ -12,12 +12,13 @@ import { SvcError } from '../wire/errors';
 import { ConditionalMode, describeMode, probeConditionalWrites, probeCopyKeepsTags } from './conditional';
 import { patched, recordCallers, setFallbackCaller } from './caller';
 import { SvcFs } from './filesystem';
+import type { WriteAddon } from './offload';
 import { Journal, JournalLockedError } from './journal';
 import { OpStats, operations } from './ops';
 
 // fuse-native ships no types
 // eslint-disable-next-line @typescript-eslint/no-var-requires
-const Fuse: (new (mnt: string, ops: object, opts: object) => FuseInstance) & { svcfsWindow?: (fd: number, start: number, data: Buffer | null) => void; svcfsForget?: () => void } = require('fuse-native');
+const Fuse: (new (mnt: string, ops: object, opts: object) => FuseInstance) & { svcfsWindow?: (fd: number, start: number, data: Buffer | null) => void; svcfsForget?: () => void; svcfsNegative?: (ms: number) => void } & Partial<WriteAddon> = require('fuse-native');
 
 interface FuseInstance {
   mount(cb: (err: Error | null) => void): void;
@@ -179,6 +180,7 @@ export async function runMount(c: MountConfig): Promise<void> {
     cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conditional, log: c.log, keepCache: patched(),
     readWindow: typeof Fuse.svcfsWindow === 'function' ? Fuse.svcfsWindow : undefined,
     forgetKnown: typeof Fuse.svcfsForget === 'function' ? Fuse.svcfsForget : undefined,
+    writeFiles: typeof Fuse.svcfsWriteFile === 'function' ? (Fuse as WriteAddon) : undefined,
     memoryLimit: c.memoryLimitMiB ? c.memoryLimitMiB * 1024 * 1024 : undefined,
   });
   fsys.remote.probed = copyKeepsTags.then((keeps) => { fsys.remote.copyKeepsTags = keeps; });
@@ -186,7 +188,10 @@ export async function runMount(c: MountConfig): Promise<void> {
   await fsys.recover();
   const ttl = Math.max(0, c.cacheTtlSec);
   // hard_remove: an unlinked file that is still open is kept by SvcFs itself (libfuse would rename it to .fuse_hidden*)
-  const extra = ['big_writes', 'max_write=131072', 'atomic_o_trunc', 'default_permissions', 'hard_remove', `negative_timeout=${Math.min(ttl, 5)}`];
+  const negative = Math.min(ttl, 5);
+  const extra = ['big_writes', 'max_write=131072', 'atomic_o_trunc', 'default_permissions', 'hard_remove', `negative_timeout=${negative}`];
+  // the addon answers a second lookup of a name just found missing as the kernel would (an O_EXCL create asks again)
+  Fuse.svcfsNegative?.(negative * 1000);
   if (c.readOnly) extra.push('ro');
   if (c.nonEmpty) extra.push('nonempty');
   class SvcFuse extends Fuse {

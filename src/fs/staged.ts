@@ -9,6 +9,7 @@ import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { SvcClient } from '../wire/client';
 import { Attr } from './attrs';
+import type { WriteOffload } from './offload';
 import type { PartStreamer } from './streamer';
 import { readRange } from './uploader';
 
@@ -25,18 +26,16 @@ export class Staged {
   /** the staging file's name, also the journal record's id */
   readonly id: string;
   private fh!: fs.promises.FileHandle;
-  size: number;
+  private size_: number;
   /** bytes of the base object still part of the file: min(base size, smallest truncation) */
   private baseLimit: number;
   private filled: Uint8Array;
   private fills = new Map<number, Promise<void>>();
-  /** bumps on every change; an upload records the generation it sent */
-  gen = 0;
+  private gen_ = 0;
   uploadedGen = 0;
   refs = 0;
   deleted = false;
-  /** attributes to record with the upload */
-  attr: Attr;
+  private attr_: Attr;
   uploading?: Promise<void>;
   lastError?: unknown;
   /** a multipart upload under way, with the generation whose bytes it carries */
@@ -53,6 +52,9 @@ export class Staged {
   streamer?: PartStreamer;
   /** the mtime the last write or truncation set (an mtime that differs was set explicitly) */
   wroteAt = 0;
+  /** set while the FUSE addon writes some handles' data into the staging file (offload.ts) */
+  offload?: WriteOffload;
+  private catchingUp = false;
 
   private constructor(
     dir: string,
@@ -64,10 +66,59 @@ export class Staged {
   ) {
     this.file = path_join(dir);
     this.id = nodePath.basename(this.file);
-    this.size = base?.size ?? 0;
+    this.size_ = base?.size ?? 0;
     this.baseLimit = base?.size ?? 0;
     this.filled = new Uint8Array(Math.ceil(this.baseLimit / FILL_CHUNK));
-    this.attr = { ...attr };
+    this.attr_ = { ...attr };
+  }
+
+  // Size, generation and attributes include the writes the FUSE addon made meanwhile.
+  get size(): number {
+    this.catchUp();
+    return this.size_;
+  }
+
+  set size(v: number) {
+    this.size_ = v;
+  }
+
+  /** bumps on every change; an upload records the generation it sent */
+  get gen(): number {
+    this.catchUp();
+    return this.gen_;
+  }
+
+  set gen(v: number) {
+    this.gen_ = v;
+  }
+
+  /** attributes to record with the upload */
+  get attr(): Attr {
+    this.catchUp();
+    return this.attr_;
+  }
+
+  set attr(v: Attr) {
+    this.attr_ = v;
+  }
+
+  /** Take in what the FUSE addon wrote into the staging file since last asked. */
+  catchUp(): void {
+    if (!this.offload || this.catchingUp) return;
+    this.catchingUp = true;
+    try {
+      this.offload.catchUp(this);
+    } finally {
+      this.catchingUp = false;
+    }
+  }
+
+  /** The addon wrote bytes lo..hi (one range holding all its writes since last asked). */
+  wroteOutside(lo: number, hi: number): void {
+    if (hi > this.size_) this.size_ = hi;
+    this.attr_.mtime = this.attr_.ctime = this.wroteAt = Date.now();
+    this.gen_++;
+    this.streamer?.wrote(lo, hi, this.size_);
   }
 
   static async create(dir: string, fsPath: string, client: SvcClient, bucket: string, base: Base | undefined, attr: Attr): Promise<Staged> {
@@ -204,6 +255,7 @@ export class Staged {
   }
 
   async close(remove: boolean): Promise<void> {
+    this.offload?.detachAll(this);
     await this.fh.close().catch(() => undefined);
     if (remove) await fs.promises.rm(this.file, { force: true });
   }
