@@ -376,3 +376,19 @@ t.test('uploads: the payload hash, signed or UNSIGNED-PAYLOAD (payload_hash)', a
   t.equal(new SvcClient({ endpoint: 'http://10.0.0.1:9000', payloadHash: 'auto' }).unsignedUploads, false);
   t.equal(new SvcClient({ endpoint: 'https://10.0.0.1:9000' }).unsignedUploads, true, 'TLS protects the bytes');
 });
+
+t.test('ranged GET straight into a buffer (getRangeInto): the bytes, and errors with their codes', async (t) => {
+  const s = await startServer(t);
+  const c = s.client();
+  const data = randomBytes(3 * MiB + 17);
+  await c.put('test', 'into/obj', data);
+  const etag = (await c.head('test', 'into/obj') as { etag: string }).etag;
+  const into = Buffer.alloc(2 * MiB);
+  await c.getRangeInto('test', 'into/obj', MiB + 5, 3 * MiB + 4, into, { ifMatch: etag });
+  t.ok(into.equals(data.subarray(MiB + 5, 3 * MiB + 5)), '2 MiB from the middle, byte-exact');
+  const small = Buffer.alloc(10);
+  await c.getRangeInto('test', 'into/obj', 0, 9, small);
+  t.ok(small.equals(data.subarray(0, 10)));
+  await t.rejects(c.getRangeInto('test', 'into/obj', 0, 9, small, { ifMatch: 'f'.repeat(32) }), { code: 'PreconditionFailed', status: 412 }, 'another version: 412 with its code');
+  await t.rejects(c.getRangeInto('test', 'into/none', 0, 9, small), { code: 'NoSuchKey', status: 404 });
+});

@@ -23,22 +23,6 @@ interface Piece {
   data: Promise<Buffer>;
 }
 
-/**
- * A response body of known length, into one buffer of that length (no list of
- * pieces to concatenate, so a chunk costs its size once, not twice).
- */
-export async function bodyInto(body: AsyncIterable<Uint8Array>, length: number, into?: Buffer): Promise<Buffer> {
-  const out = into ? into.subarray(0, length) : Buffer.allocUnsafe(length);
-  let n = 0;
-  for await (const c of body) {
-    if (n + c.length > length) throw new Error(`long range: more than ${length} bytes`);
-    out.set(c, n);
-    n += c.length;
-  }
-  if (n !== length) throw new Error(`short range: ${n} of ${length} bytes`);
-  return out;
-}
-
 export class Reader {
   private chunks = new Map<number, Promise<Buffer>>();
   /** budget bytes and the (pooled) buffer held by each chunk */
@@ -98,17 +82,9 @@ export class Reader {
 
   private fetch(start: number, end: number, into?: Buffer): Promise<Buffer> {
     this.bytesFetched += end - start;
-    return (async () => {
-      for (let attempt = 1; ; attempt++) {
-        const r = await this.client.get(this.bucket, this.key, { range: [start, end - 1], ifMatch: this.etag });
-        try {
-          return await bodyInto(r.body, end - start, into);
-        } catch (e) {
-          await r.body.dump().catch(() => undefined);
-          if (attempt >= 3) throw e; // a body cut mid-way: fetch the range again
-        }
-      }
-    })();
+    const out = into ? into.subarray(0, end - start) : Buffer.allocUnsafe(end - start);
+    // a body cut mid-way is fetched again (the client's retries)
+    return this.client.getRangeInto(this.bucket, this.key, start, end - 1, out, { ifMatch: this.etag }).then(() => out);
   }
 
   /**
