@@ -46,8 +46,11 @@ export class WriteOffload {
     return true;
   }
 
-  /** The handle is released (or its staged file goes): the addon stops, after the writes under way, and what it wrote is taken. */
-  detach(fh: number): void {
+  /**
+   * The handle is released: the addon stops, after the writes under way, and
+   * what it wrote is taken (quiet: the staged file is going, nobody is told).
+   */
+  detach(fh: number, quiet = false): void {
     const st = this.files.get(fh);
     if (!st) return;
     this.addon.svcfsWriteFile(fh, -1);
@@ -59,12 +62,12 @@ export class WriteOffload {
       this.handlesOf.delete(st);
       st.offload = undefined;
     }
-    if (wrote) this.touched(st);
+    if (wrote && !quiet) this.touched(st);
   }
 
-  /** Every handle of a staged file that is closed or replaced. */
+  /** Every handle of a staged file that goes (discarded: replaced, unlinked, or uploaded and closed). */
   detachAll(st: Staged): void {
-    for (const fh of [...(this.handlesOf.get(st) ?? [])]) this.detach(fh);
+    for (const fh of [...(this.handlesOf.get(st) ?? [])]) this.detach(fh, true);
   }
 
   /** What the addon wrote into st's file since last asked: st records it (Staged.wroteOutside). */

@@ -255,7 +255,7 @@ export class Staged {
   }
 
   async close(remove: boolean): Promise<void> {
-    this.offload?.detachAll(this);
+    this.offload?.detachAll(this); // (Writer.discard did already)
     await this.fh.close().catch(() => undefined);
     if (remove) await fs.promises.rm(this.file, { force: true });
   }

@@ -200,6 +200,8 @@ export class Writer {
 
   /** Forget a staged file: its timer, its unfinished multipart upload, its journal record and bytes. */
   async discard(st: Staged): Promise<void> {
+    // first: the addon stops writing for its handles, and what it wrote last tells nobody (no streamer starts for a file that goes)
+    st.offload?.detachAll(st);
     if (this.staged.get(st.path) === st) this.staged.delete(st.path);
     if (st.timer) clearTimeout(st.timer);
     st.timer = undefined;
