@@ -2,10 +2,12 @@
 // clear errors with reliable exit codes, presign, help.
 import t from 'tap';
 import { spawn } from 'node:child_process';
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { forceUnmount, sh, shStatus, sleep } from './helpers/mount';
 import { ADMIN, CLI, ROOT, startServer, tmpDir } from './helpers/server';
+import { hugePagesOn, withHugePages } from '../src/fs/hugepages';
 
 const node = process.execPath;
 const envCreds = `SVC_ACCESS_KEY_ID=${ADMIN.accessKeyId} SVC_SECRET_ACCESS_KEY=${ADMIN.secretAccessKey}`;
@@ -68,10 +70,20 @@ t.test('a dead mount (its process killed): mount refuses it and names the fix; u
     fs.rmSync(cache, { recursive: true, force: true });
   });
   const args = `${node} ${CLI} mount test ${mnt} --endpoint ${s.url} -o cache_dir=${cache}`;
-  const up = await sh(`${envCreds} ${args}`);
+  // (a tunable of the user's own, which the mount process must keep)
+  const up = await sh(`${envCreds} GLIBC_TUNABLES=glibc.malloc.perturb=0 ${args}`);
   t.match(up, /mounted test at /, 'mounted in the background');
   const [, pidText, logFile] = /pid (\d+), log ([^)]+)\)/.exec(up)!;
   const pid = Number(pidText);
+  // (what the process itself was given: the loader rewrites /proc/PID/environ's copy)
+  const st = JSON.parse(await sh(`${node} ${CLI} status ${mnt} --json`));
+  t.equal(st.memory.hugePages, true, 'the mount process starts with malloc\'s huge pages on, and svcfs status says so');
+  if (!/\[never\]/.test(fs.readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))) {
+    await s.client().put('test', 'big.bin', crypto.randomBytes(24 * 1024 * 1024));
+    await sh(`cat ${mnt}/big.bin > /dev/null`);
+    const after = JSON.parse(await sh(`${node} ${CLI} status ${mnt} --json`));
+    t.ok(after.memory.hugePagesMiB > 0, `and its read-ahead lands in huge pages (${after.memory.hugePagesMiB} MiB)`);
+  }
   process.kill(pid, 'SIGKILL');
   for (let i = 0; i < 50; i++) {
     try {
@@ -97,6 +109,15 @@ t.test('a dead mount (its process killed): mount refuses it and names the fix; u
   t.match(fs.readFileSync(logFile, 'utf8').split('\n')[0], /^\{"level":/, 'the background mount\'s log file holds JSON records');
 });
 
+t.test('the environment of a mount process: huge pages added, a user\'s own tunables kept', async (t) => {
+  t.same(withHugePages({ A: '1' }), { A: '1', GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' });
+  t.equal(withHugePages({ GLIBC_TUNABLES: 'glibc.malloc.perturb=0' }).GLIBC_TUNABLES, 'glibc.malloc.perturb=0:glibc.malloc.hugetlb=1', 'added to the user\'s');
+  t.equal(withHugePages({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }).GLIBC_TUNABLES, 'glibc.malloc.hugetlb=0', 'the user\'s choice wins');
+  t.notOk(hugePagesOn({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' }));
+  t.ok(hugePagesOn({ GLIBC_TUNABLES: 'x.y=2:glibc.malloc.hugetlb=1' }));
+  t.notOk(hugePagesOn({}));
+});
+
 t.test('logs on a terminal are sentences; --log-format json gives JSON', async (t) => {
   const s = await startServer(t);
   const run = async (extra: string) => {
@@ -117,6 +138,8 @@ t.test('logs on a terminal are sentences; --log-format json gives JSON', async (
   const human = await run('');
   t.match(human, /^svcfs: conflict check/m, 'a sentence per line on stderr');
   t.match(human, /^svcfs: unmounted/m);
+  // (the harness starts it without the tunable svcfs mount sets)
+  t.match(human, /^svcfs: started without GLIBC_TUNABLES=glibc.malloc.hugetlb=1/m, 'a foreground mount without malloc\'s huge pages says how to turn them on');
   t.notMatch(human, /\{"level"/, 'no JSON');
   const json = await run('--log-format json');
   t.match(json, /^\{"level":30,.*"msg":"conflict check"/m, '--log-format json: one JSON object per line');

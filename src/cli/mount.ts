@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { dialectByName } from '../wire/dialect';
 import { SvcClient } from '../wire/client';
 import { isMounted, MountError, runMount, statusSocket } from '../fs/mount';
+import { withHugePages } from '../fs/hugepages';
 import { cacheDir, loadConfig, loadCredentials, parseMountOptions, UsageError } from './config';
 import { LogFormat, makeLogger } from './log';
 
@@ -94,7 +95,7 @@ async function daemonize(target: string, mountpoint: string, o: MountCliOptions,
   if (o.credentials) args.push('--credentials', o.credentials);
   if (o.profile) args.push('--profile', o.profile);
   if (o.ca) args.push('--ca', o.ca);
-  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: withHugePages(process.env) });
   let out = '';
   let err = '';
   const ready = await new Promise<boolean>((ok) => {

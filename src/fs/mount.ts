@@ -13,6 +13,7 @@ import { ConditionalMode, describeMode, probeConditionalWrites, probeCopyKeepsTa
 import { patched, recordCallers, setFallbackCaller } from './caller';
 import { SvcFs } from './filesystem';
 import type { WriteAddon } from './offload';
+import { hugePagesOn } from './hugepages';
 import { Journal, JournalLockedError } from './journal';
 import { OpStats, operations } from './ops';
 
@@ -58,12 +59,19 @@ export class MountError extends Error {
 }
 
 /** The process's memory in MiB: resident now and at its peak, and what V8 and Buffers hold. */
-function memoryNow(): { rssMiB: number; peakRssMiB: number; heapMiB: number; buffersMiB: number } {
+function memoryNow(): { rssMiB: number; peakRssMiB: number; heapMiB: number; buffersMiB: number; hugePages: boolean; hugePagesMiB: number } {
   const MiB = 1024 * 1024;
   const m = process.memoryUsage();
   const hwm = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'));
+  let huge: RegExpExecArray | null = null;
+  try {
+    huge = /AnonHugePages:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/smaps_rollup', 'utf8'));
+  } catch { /* a kernel without it */ }
   const r = (n: number) => Math.round(n * 10) / 10;
-  return { rssMiB: r(m.rss / MiB), peakRssMiB: r(hwm ? Number(hwm[1]) / 1024 : m.rss / MiB), heapMiB: r(m.heapUsed / MiB), buffersMiB: r(m.arrayBuffers / MiB) };
+  return {
+    rssMiB: r(m.rss / MiB), peakRssMiB: r(hwm ? Number(hwm[1]) / 1024 : m.rss / MiB), heapMiB: r(m.heapUsed / MiB), buffersMiB: r(m.arrayBuffers / MiB),
+    hugePages: hugePagesOn(), hugePagesMiB: huge ? r(Number(huge[1]) / 1024) : 0,
+  };
 }
 
 export function isMounted(mountpoint: string): boolean {
@@ -229,6 +237,7 @@ export async function runMount(c: MountConfig): Promise<void> {
     });
   });
   c.log.info({ bucket: c.bucket, prefix: c.prefix, mountpoint: c.mountpoint, endpoint: c.endpoint }, 'mounted');
+  if (!hugePagesOn()) c.log.info('started without GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (svcfs mount sets it; --foreground under a service manager needs it in the environment): first reads fault memory in page by page, slower on VMs');
   // after the kernel's INIT exchange, which sets the read-ahead to what libfuse 2 negotiates (128 KiB)
   for (const ms of [200, 1000]) setTimeout(() => raiseReadAhead(c.mountpoint, c.log), ms).unref();
 

@@ -4,6 +4,7 @@ import { ChildProcess, execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { promisify } from 'node:util';
 import { ADMIN, CLI, TestServer, tmpDir } from './server';
+import { withHugePages } from '../../src/fs/hugepages';
 
 const execFileP = promisify(execFile);
 
@@ -56,7 +57,8 @@ export async function startMount(t: Tap, s: MountTarget | TestServer, o: MountOp
   const cache = o.cacheDir ?? tmpDir('cache');
   const options = ['cache_ttl=2', `cache_dir=${cache}`, 'retry_budget=3', ...(o.options ?? [])];
   const creds = b.creds ?? ADMIN;
-  const env = { ...process.env, SVC_ACCESS_KEY_ID: creds.accessKeyId, SVC_SECRET_ACCESS_KEY: creds.secretAccessKey };
+  // (in the environment `svcfs mount` gives the mount process it starts)
+  const env = withHugePages({ ...process.env, SVC_ACCESS_KEY_ID: creds.accessKeyId, SVC_SECRET_ACCESS_KEY: creds.secretAccessKey });
   const proc = spawn(process.execPath, [CLI, '--log-level', 'debug', '--log-format', 'json', 'mount', o.target ?? b.bucket ?? 'test', mnt, '--endpoint', o.endpoint ?? s.url, '--foreground',
     '-o', options.join(','), ...(b.mountArgs ?? []), ...(o.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
