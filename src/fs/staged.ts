@@ -257,10 +257,16 @@ export class Staged {
   async close(remove: boolean): Promise<void> {
     this.offload?.detachAll(this); // (Writer.discard did already)
     await this.fh.close().catch(() => undefined);
-    if (remove) await fs.promises.rm(this.file, { force: true });
+    // (unlink, not rm: rm's lstat and rimraf machinery cost ~0.1 ms a file)
+    if (remove) await fs.promises.unlink(this.file).catch((e) => { if (e.code !== 'ENOENT') throw e; });
   }
 }
 
+// Unique names without asking the CSPRNG for each file (randomBytes took ~40 us a call):
+// the time, this process's own random tag, and a counter.
+const PROCESS_TAG = randomBytes(4).toString('hex');
+let sequence = 0;
+
 function path_join(dir: string): string {
-  return nodePath.join(dir, `${Date.now()}-${randomBytes(6).toString('hex')}`);
+  return nodePath.join(dir, `${Date.now()}-${PROCESS_TAG}-${(sequence++).toString(36)}`);
 }
