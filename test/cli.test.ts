@@ -78,11 +78,14 @@ t.test('a dead mount (its process killed): mount refuses it and names the fix; u
   // (what the process itself was given: the loader rewrites /proc/PID/environ's copy)
   const st = JSON.parse(await sh(`${node} ${CLI} status ${mnt} --json`));
   t.equal(st.memory.hugePages, true, 'the mount process starts with malloc\'s huge pages on, and svcfs status says so');
-  if (!/\[never\]/.test(fs.readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8'))) {
+  const thp = '/sys/kernel/mm/transparent_hugepage/enabled';
+  if (fs.existsSync(thp) && !/\[never\]/.test(fs.readFileSync(thp, 'utf8'))) {
     await s.client().put('test', 'big.bin', crypto.randomBytes(24 * 1024 * 1024));
     await sh(`cat ${mnt}/big.bin > /dev/null`);
     const after = JSON.parse(await sh(`${node} ${CLI} status ${mnt} --json`));
     t.ok(after.memory.hugePagesMiB > 0, `and its read-ahead lands in huge pages (${after.memory.hugePagesMiB} MiB)`);
+  } else {
+    t.comment('transparent huge pages are off on this machine: where the read-ahead lands is not checked');
   }
   process.kill(pid, 'SIGKILL');
   for (let i = 0; i < 50; i++) {
