@@ -58,7 +58,7 @@ export class MountError extends Error {
   }
 }
 
-/** The process's memory in MiB: resident now and at its peak, and what V8 and Buffers hold. */
+/** The process's memory in MiB: resident now and at its peak, what V8 and Buffers hold, and the huge pages (asked for, and in use). */
 function memoryNow(): { rssMiB: number; peakRssMiB: number; heapMiB: number; buffersMiB: number; hugePages: boolean; hugePagesMiB: number } {
   const MiB = 1024 * 1024;
   const m = process.memoryUsage();
