@@ -381,10 +381,14 @@ export class SvcClient {
     if ((res.statusCode >= 200 && res.statusCode < 300) || o.accept?.includes(res.statusCode)) {
       return { status: res.statusCode, headers: rh, body: res.body };
     }
-    const text = await res.body.text().catch(() => '');
-    const err = errorFrom(res.statusCode, text, rh[this.h('request-id')]);
+    throw this.failure(res.statusCode, await res.body.text().catch(() => ''), rh, attempt);
+  }
+
+  /** The error of a refused request: the store's code and message, its request id, and which attempt it was. */
+  private failure(status: number, text: string, headers: Record<string, string>, attempt: number): SvcError {
+    const err = errorFrom(status, text, headers[this.h('request-id')]);
     (err as SvcError & { attempt?: number }).attempt = attempt;
-    throw err;
+    return err;
   }
 
   /** The payload hash an upload body is signed with (v2 signs no payload: nothing to hash). */
@@ -447,11 +451,7 @@ export class SvcClient {
     await this.retrying(so, async (attempt) => {
       const { url, path, signed } = this.prepare(so);
       const r = await receiveInto(this.dispatcher, { origin: url.origin, path: path + url.search, method: 'GET', headers: signed, reset: false }, into.subarray(0, want));
-      if (r.status < 200 || r.status >= 300) {
-        const err = errorFrom(r.status, r.text, r.headers[this.h('request-id')]);
-        (err as SvcError & { attempt?: number }).attempt = attempt;
-        throw err;
-      }
+      if (r.status < 200 || r.status >= 300) throw this.failure(r.status, r.text, r.headers, attempt);
       if (r.received !== want) throw new ShortBodyError(`${r.received} of ${want} bytes`);
     });
   }
