@@ -37,7 +37,7 @@ export class WriteOffload {
 
   /** Let the addon write handle fh's data into st's staging file; false: it cannot (the writes come to JavaScript). */
   attach(fh: number, st: Staged): boolean {
-    if (!this.addon.svcfsWriteFile(fh, st.handle.fd)) return false;
+    if (!this.addon.svcfsWriteFile(fh, st.source.fd)) return false;
     this.files.set(fh, st);
     let hs = this.handlesOf.get(st);
     if (!hs) this.handlesOf.set(st, (hs = new Set()));

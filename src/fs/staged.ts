@@ -10,8 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { SvcClient } from '../wire/client';
 import { Attr } from './attrs';
 import type { WriteOffload } from './offload';
+import { StagingFile } from './stagingfile';
 import type { PartStreamer } from './streamer';
-import { readRange } from './uploader';
 
 export const FILL_CHUNK = 1024 * 1024;
 
@@ -25,7 +25,7 @@ export class Staged {
   readonly file: string;
   /** the staging file's name, also the journal record's id */
   readonly id: string;
-  private fh!: fs.promises.FileHandle;
+  private f!: StagingFile;
   private size_: number;
   /** bytes of the base object still part of the file: min(base size, smallest truncation) */
   private baseLimit: number;
@@ -123,8 +123,8 @@ export class Staged {
 
   static async create(dir: string, fsPath: string, client: SvcClient, bucket: string, base: Base | undefined, attr: Attr): Promise<Staged> {
     const s = new Staged(dir, fsPath, client, bucket, base, attr);
-    s.fh = await fs.promises.open(s.file, 'w+', 0o600);
-    if (s.size > 0) await s.fh.truncate(s.size);
+    s.f = new StagingFile(s.file, 'w+');
+    if (s.size > 0) await s.f.truncate(s.size);
     if (!base) s.gen = 1; // a new file is dirty until uploaded, even when empty
     return s;
   }
@@ -137,7 +137,7 @@ export class Staged {
     const s = new Staged(nodePath.dirname(file), fsPath, client, bucket, undefined, attr);
     (s as { file: string }).file = file;
     (s as { id: string }).id = nodePath.basename(file);
-    s.fh = await fs.promises.open(file, 'r+');
+    s.f = new StagingFile(file, 'r+');
     s.size = size;
     s.base = { key, size: 0, etag: baseEtag }; // size 0: nothing left to fill
     s.gen = 1;
@@ -172,7 +172,7 @@ export class Staged {
         if (data.length !== end - start) throw new Error(`short read of ${base.key}: ${data.length} of ${end - start} bytes`);
         // only the part still within the base limit (a truncation may have happened meanwhile)
         const keep = Math.max(0, Math.min(data.length, this.baseLimit - start));
-        if (keep > 0) await this.fh.write(data, 0, keep, start);
+        if (keep > 0) await this.f.write(data, 0, keep, start);
         this.filled[i] = 1;
       })().finally(() => this.fills.delete(i));
       this.fills.set(i, p);
@@ -199,8 +199,7 @@ export class Staged {
     if (pos >= this.size) return 0;
     const end = Math.min(this.size, pos + len);
     await this.fillRange(pos, end);
-    const { bytesRead } = await this.fh.read(buf, 0, end - pos, pos);
-    return bytesRead;
+    return this.f.read(buf, 0, end - pos, pos);
   }
 
   async write(buf: Buffer, len: number, pos: number): Promise<number> {
@@ -219,7 +218,7 @@ export class Staged {
       }
       await Promise.all(jobs);
     }
-    const bytesWritten = fs.writeSync(this.fh.fd, buf, 0, len, pos);
+    const bytesWritten = fs.writeSync(this.f.fd, buf, 0, len, pos);
     // The upload needs every byte of the base: start reading it now, in the
     // background, so that a change made elsewhere meanwhile finds it already read.
     if (!this.prefetching && this.baseLimit > 0) this.prefetching = this.fillAll(4).catch(() => undefined); // a failure shows again at upload
@@ -232,33 +231,38 @@ export class Staged {
 
   async truncate(size: number): Promise<void> {
     if (size < this.baseLimit) this.baseLimit = size;
-    await this.fh.truncate(size);
+    await this.f.truncate(size);
     this.size = size;
     this.attr.mtime = this.attr.ctime = this.wroteAt = Date.now();
     this.touch();
     this.streamer?.truncated(size);
   }
 
-  /** Bytes of the staging file as they are (no fetching from the base): for parts sent while writing. */
   /** the open staging file, for an upload to read from (closed only by discard) */
-  get handle(): fs.promises.FileHandle {
-    return this.fh;
+  get source(): StagingFile {
+    return this.f;
   }
 
+  /** Bytes of the staging file as they are (no fetching from the base): for parts sent while writing. */
   readStaged(into: Buffer, len: number, pos: number): Promise<Buffer> {
-    return readRange(this.fh, pos, len, into);
+    return this.f.readRange(pos, len, into);
   }
 
   /** fsync the staging file, so staged data survives a crash of the mount. */
   async sync(): Promise<void> {
-    await this.fh.sync();
+    await this.f.sync();
   }
 
   async close(remove: boolean): Promise<void> {
     this.offload?.detachAll(this); // (Writer.discard did already)
-    await this.fh.close().catch(() => undefined);
-    // (unlink, not rm: rm's lstat and rimraf machinery cost ~0.1 ms a file)
-    if (remove) await fs.promises.unlink(this.file).catch((e) => { if (e.code !== 'ENOENT') throw e; });
+    await this.f.close().catch(() => undefined);
+    if (!remove) return;
+    // (synchronously, as the open: see stagingfile.ts)
+    try {
+      fs.unlinkSync(this.file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
   }
 }
 

@@ -9,7 +9,7 @@
 // the next attempt resumes from the parts already sent; the caller aborts it
 // when it gives the upload up.
 import { createHash } from 'node:crypto';
-import * as fs from 'node:fs';
+import { StagingFile } from './stagingfile';
 import { PutOptions, SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
 import { MemoryBudget, UNBOUNDED } from './budget';
@@ -69,28 +69,13 @@ export interface UploadHooks {
   /** every part's buffer is taken from this budget while it is sent */
   budget?: MemoryBudget;
   /** the staging file, open already (its owner closes it): no open and close of the path per upload */
-  source?: fs.promises.FileHandle;
+  source?: StagingFile;
 }
 
 /** Part size for a file: at least the configured size, whole MiB, and few enough parts. */
 export function partSizeFor(size: number, t: UploadTuning): number {
   const needed = Math.ceil(size / t.maxParts);
   return Math.max(t.partSize, Math.ceil(needed / MiB) * MiB);
-}
-
-const SYNC_READ = 256 * 1024;
-
-/** `length` bytes of a staging file from `start`, into `into` when given; a short file is an error. */
-export async function readRange(fh: fs.promises.FileHandle, start: number, length: number, into?: Buffer): Promise<Buffer> {
-  const buf = into ? into.subarray(0, length) : Buffer.allocUnsafe(length);
-  let n = 0;
-  while (n < length) {
-    // a small read is a copy from the page cache: synchronously, not a thread-pool round trip
-    const bytesRead = length <= SYNC_READ ? fs.readSync(fh.fd, buf, n, length - n, start + n) : (await fh.read(buf, n, length - n, start + n)).bytesRead;
-    if (bytesRead === 0) throw new Error(`staging file shorter than expected (${start + n} < ${start + length})`);
-    n += bytesRead;
-  }
-  return buf;
 }
 
 export interface UploadResult {
@@ -134,10 +119,10 @@ export async function uploadFile(
 ): Promise<UploadResult> {
   const conditional = o.ifMatch !== undefined || o.ifNoneMatch !== undefined;
   const budget = hooks.budget ?? UNBOUNDED;
-  const fh = hooks.source ?? (await fs.promises.open(file, 'r'));
+  const fh = hooks.source ?? new StagingFile(file, 'r');
   try {
     if (size <= t.multipartThreshold) return await budget.with(size, async () => {
-      const body = size ? await readRange(fh, 0, size) : Buffer.alloc(0);
+      const body = size ? await fh.readRange(0, size) : Buffer.alloc(0);
       try {
         return { etag: await client.put(bucket, key, body, o), parts: 1 };
       } catch (e) {
@@ -174,7 +159,7 @@ export async function uploadFile(
           s.etags[i] = await budget.with(len, async () => {
             const buf = budget.alloc(len);
             try {
-              return await client.uploadPart(bucket, key, s.uploadId, i + 1, await readRange(fh, start, len, buf));
+              return await client.uploadPart(bucket, key, s.uploadId, i + 1, await fh.readRange(start, len, buf));
             } finally {
               budget.recycle(buf);
             }

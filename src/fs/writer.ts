@@ -415,7 +415,7 @@ export class Writer {
     let r: UploadResult;
     try {
       if (head) await checkUnchanged(this.client, bucket, key, cond);
-      r = await uploadFile(this.client, bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...(head ? {} : cond) }, t, { ...hooks, budget: this.o.budget, source: st.handle });
+      r = await uploadFile(this.client, bucket, key, st.file, st.size, { meta, contentType: contentTypeFor(path), ...(head ? {} : cond) }, t, { ...hooks, budget: this.o.budget, source: st.source });
       if (streamed) r = await this.completeMeta(st, key, r, streamed, meta);
     } catch (e) {
       if (e instanceof UntrustedConditionError) throw e;
@@ -426,7 +426,7 @@ export class Writer {
       // Keep both: theirs stays at the path, ours goes next to it.
       const other = conflictPath(path);
       target = this.remote.key(other);
-      r = await uploadFile(this.client, bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, t, { budget: this.o.budget, source: st.handle });
+      r = await uploadFile(this.client, bucket, target, st.file, st.size, { meta, contentType: contentTypeFor(other) }, t, { budget: this.o.budget, source: st.source });
       this.conflicts++;
       this.o.treeChanged?.();
       this.log.warn({ key, keptAs: target }, 'conflict: the object changed on the server during this edit; both versions kept');
