@@ -121,6 +121,30 @@ t.test('the environment of a mount process: huge pages added, a user\'s own tuna
   t.notOk(hugePagesOn({}));
 });
 
+t.test('the logger: its file opened at once, pino loaded only for a line at an enabled level', async (t) => {
+  const file = path.join(tmpDir('log'), 'sub', 'mount.log');
+  // a process of its own: pino must not be loaded by anything else before
+  const script = `
+    const { makeLogger } = require(${JSON.stringify(path.join(ROOT, 'dist/cli/log.js'))});
+    const pinoLoaded = () => Object.keys(require.cache).some((k) => k.includes('/node_modules/pino/'));
+    const log = makeLogger('warn', ${JSON.stringify(file)});
+    const before = require('fs').existsSync(${JSON.stringify(file)});
+    log.info('not written'); log.debug({ a: 1 }, 'nor this');
+    const afterInfo = pinoLoaded();
+    log.warn({ secretAccessKey: 'SHOULD-NOT-APPEAR', n: 3 }, 'written');
+    console.log(JSON.stringify({ before, afterInfo, afterWarn: pinoLoaded() }));`;
+  const js = path.join(tmpDir('log'), 'log.js');
+  fs.writeFileSync(js, script);
+  const out = JSON.parse(await sh(`${node} ${js}`));
+  t.same(out, { before: true, afterInfo: false, afterWarn: true }, 'file created at start; pino loaded at the warning, not before');
+  const lines = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  t.equal(lines.length, 1, 'only the line at an enabled level');
+  t.match(lines[0], { level: 40, msg: 'written', n: 3, secretAccessKey: '[redacted]' });
+  const bad = await shStatus(`${envCreds} ${node} ${CLI} --log-level loud mount bbb ${tmpDir('mnt')} --endpoint http://127.0.0.1:1 --foreground`);
+  t.equal(bad.code, 2, 'an unknown level is a usage error');
+  t.match(bad.stderr, /--log-level must be one of .*; got "loud"/);
+});
+
 t.test('logs on a terminal are sentences; --log-format json gives JSON', async (t) => {
   const s = await startServer(t);
   const run = async (extra: string) => {

@@ -6,7 +6,7 @@ import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Logger } from 'pino';
+import type { Log } from './log';
 import { SVC } from '../wire/dialect';
 import { SvcClient } from '../wire/client';
 import { encodePath, presignedUrlString } from '../wire/signer';
@@ -50,7 +50,7 @@ function ensureFuse(): void {
   execFileSync('apt-get', ['install', '-y', '-qq', 'fuse', 'libfuse2'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
 }
 
-export async function demo(o: DemoOptions, log: Logger): Promise<void> {
+export async function demo(o: DemoOptions, log: Log): Promise<void> {
   ensureFuse();
   const data = o.data ?? path.join(process.env.XDG_DATA_HOME || path.join(os.homedir(), '.local', 'share'), 'svcfs', 'demo');
   const mnt = path.resolve(o.mountpoint);

@@ -7,12 +7,12 @@ import { MountError } from '../fs/mount';
 import { loadConfig, loadCredentials, UsageError } from './config';
 import { makeLogger } from './log';
 import { mountCommand, parseTarget, statusCommand, unmountCommand } from './mount';
-import { installHelper } from './install';
 
 // The server, its SQLite index and the demo load only for the commands that use them: a mount starts sooner.
 const admin = () => require('../server/admin') as typeof import('../server/admin');
 const server = () => require('./serve') as typeof import('./serve');
 const demoRun = () => require('./demo') as typeof import('./demo');
+const install = () => require('./install') as typeof import('./install');
 
 function intArg(min: number, max: number) {
   return (v: string) => {
@@ -171,7 +171,7 @@ Examples:
     .option('--bin <dir>', 'also link svcfs into this directory on the PATH (e.g. /usr/local/bin)')
     .option('--man <dir>', 'also link the manual page svcfs.1 into this directory (e.g. /usr/local/share/man/man1)')
     .addHelpText('after', '\nExamples:\n  sudo svcfs install-helper\n  sudo bin/svcfs.js install-helper --bin /usr/local/bin --man /usr/local/share/man/man1')
-    .action((o) => installHelper(o));
+    .action((o) => install().installHelper(o));
 
   p.command('status')
     .description('cache, requests and pending uploads of a running mount')

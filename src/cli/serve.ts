@@ -1,7 +1,7 @@
 // `svcfs serve`: the embedded object server as a command.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Logger } from 'pino';
+import type { Log } from './log';
 import { SvcServer } from '../server/server';
 import { bucketsFile, loadBuckets, saveBuckets } from '../server/admin';
 import { generateUser, User, Users } from '../server/users';
@@ -48,7 +48,7 @@ export function parseListen(v: string): { host: string; port: number } {
  * server runs: reload each file when it changes (a bad file is logged and the
  * previous contents stay in force).
  */
-function watchAdminFiles(o: ServeCliOptions, server: SvcServer, log: Logger): void {
+function watchAdminFiles(o: ServeCliOptions, server: SvcServer, log: Log): void {
   const usersFile = o.users ?? path.join(o.data, 'users.json');
   const watch = (file: string, what: string, apply: () => number) => {
     fs.watchFile(file, { interval: 500 }, (cur, prev) => {
@@ -94,7 +94,7 @@ export function loadServerUsers(o: ServeCliOptions, out: (s: string) => void): U
   return users;
 }
 
-export async function serve(o: ServeCliOptions, log: Logger): Promise<SvcServer> {
+export async function serve(o: ServeCliOptions, log: Log): Promise<SvcServer> {
   fs.mkdirSync(o.data, { recursive: true, mode: 0o700 });
   // --bucket names join the buckets kept in the data directory (svcfs serve bucket add|list|remove)
   const buckets = [...new Set([...loadBuckets(o.data), ...o.bucket])];

@@ -6,7 +6,7 @@
 // a scratch key at mount finds out; an upload refused with 412 while a HEAD
 // shows the ETag we named demotes the mount to the HEAD check at run time.
 import { randomBytes } from 'node:crypto';
-import type { Logger } from 'pino';
+import type { Log } from '../cli/log';
 import { SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
 
@@ -39,7 +39,7 @@ const probeKey = (prefix: string) => `${prefix}${PROBE_NAME}${randomBytes(6).toS
  * Try the store's conditional writes on a scratch key under the mount's prefix
  * (removed afterwards): about eight small requests, once per mount.
  */
-export async function probeConditionalWrites(client: SvcClient, bucket: string, prefix: string, log: Logger): Promise<ConditionalMode> {
+export async function probeConditionalWrites(client: SvcClient, bucket: string, prefix: string, log: Log): Promise<ConditionalMode> {
   const key = probeKey(prefix);
   const put = (body: string, o: { ifMatch?: string; ifNoneMatch?: string; unquoted?: boolean }) =>
     client.put(bucket, key, body, { ifMatch: o.ifMatch, ifNoneMatch: o.ifNoneMatch, unquotedIfMatch: o.unquoted });

@@ -2,7 +2,7 @@
 // free of FUSE calling conventions (ops.ts adapts them). Paths are FUSE
 // paths ('/a/b'); the Remote maps them to keys.
 import { constants as C } from 'node:fs';
-import type { Logger } from 'pino';
+import type { Log } from '../cli/log';
 import { Slots, SvcClient } from '../wire/client';
 import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, STAT_INTS, isSpecialType, metaFromAttr, writeStat } from './attrs';
 import { MetaCache } from './cache';
@@ -45,7 +45,7 @@ export interface FsOptions {
    * comparing ETags first; 'off' lets the last writer win.
    */
   conditional: ConditionalMode | Promise<ConditionalMode>;
-  log: Logger;
+  log: Log;
   upload?: UploadTuning;
   reader?: ReaderTuning;
   /** the addon can keep the kernel's page cache of a file across opens (patched fuse-native) */
@@ -83,7 +83,7 @@ export class SvcFs {
   readonly remote: Remote;
   readonly cache: MetaCache;
   private readonly client: SvcClient;
-  private readonly log: Logger;
+  private readonly log: Log;
   private readonly handles = new Map<number, Handle>();
   readonly writer: Writer;
   /** chmod, chown, utimens and extended attributes */

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Logger } from 'pino';
+import type { Log } from '../cli/log';
 import { SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
 import { ConditionalMode, describeMode, probeConditionalWrites, probeCopyKeepsTags } from './conditional';
@@ -47,7 +47,7 @@ export interface MountConfig {
   memoryLimitMiB?: number;
   /** allow mounting over a non-empty directory */
   nonEmpty: boolean;
-  log: Logger;
+  log: Log;
   /** called once the mount is up (daemon mode tells its parent) */
   onReady?: () => void;
 }
@@ -148,7 +148,7 @@ export const READ_AHEAD_KB = 1024;
  * /proc/self/mountinfo (never a stat of the mount from the process serving it).
  * Root only; others keep the kernel's default. Raised only, never lowered.
  */
-function raiseReadAhead(mountpoint: string, log: Logger): void {
+function raiseReadAhead(mountpoint: string, log: Log): void {
   try {
     const target = path.resolve(mountpoint);
     const line = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.split(' ')[4] === target).pop();

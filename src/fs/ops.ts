@@ -1,7 +1,7 @@
 // The FUSE operation table: each handler only adapts fuse-native's callback
 // convention to a SvcFs method (errors become negative errno values). Handlers
 // that create entries read the caller synchronously, before any await.
-import type { Logger } from 'pino';
+import type { Log } from '../cli/log';
 import { STAT_INTS, toStat, writeStat } from './attrs';
 import { caller } from './caller';
 import { E, toErrno } from './errors';
@@ -52,7 +52,7 @@ export class OpStats {
   }
 }
 
-export function operations(fs: SvcFs, log: Logger, stats = new OpStats()): Record<string, (...args: any[]) => void> {
+export function operations(fs: SvcFs, log: Log, stats = new OpStats()): Record<string, (...args: any[]) => void> {
   /** Run an operation; answer cb(0, result) or cb(-errno). */
   const run = <T>(op: string, path: string, cb: Cb, f: () => Promise<T>, ok: (r: T) => unknown[] = (r) => (r === undefined ? [] : [r])) => {
     const started = Date.now();

@@ -4,7 +4,7 @@
 // (another writer's version stays, ours goes next to it), and recovery after a
 // crash. The namespace and the open handles only ask it for what is staged.
 import * as fs from 'node:fs';
-import type { Logger } from 'pino';
+import type { Log } from '../cli/log';
 import { SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
 import { Attr, metaFromAttr } from './attrs';
@@ -29,7 +29,7 @@ export interface WriterOptions {
   remote: Remote;
   cache: MetaCache;
   journal: Journal;
-  log: Logger;
+  log: Log;
   /** write-back: close returns once staged and journaled; the upload follows after this delay (0: upload on close) */
   writeBackMs: number;
   /**
@@ -68,7 +68,7 @@ export class Writer {
   private readonly client: SvcClient;
   private readonly remote: Remote;
   private readonly journal: Journal;
-  private readonly log: Logger;
+  private readonly log: Log;
   private uploads = 0;
   private streamedParts = 0;
   private uploadErrors = 0;

@@ -1,6 +1,6 @@
 // One request as the handlers see it, and the ways to answer it.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from 'pino';
+import type { Log } from '../cli/log';
 import { Dialect } from '../wire/dialect';
 import { SvcError } from '../wire/errors';
 import { buildXml, XmlTree } from '../wire/xml';
@@ -28,7 +28,7 @@ export interface Ctx {
   req: IncomingMessage;
   res: ServerResponse;
   requestId: string;
-  log: Logger;
+  log: Log;
   store: Store;
   cfg: ServerConfig;
   dialect: Dialect;

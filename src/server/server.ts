@@ -2,7 +2,7 @@
 // it and routes it to the operation; answers every refusal with S3's XML error.
 import * as http from 'node:http';
 import * as https from 'node:https';
-import type { Logger } from 'pino';
+import type { Log } from '../cli/log';
 import { SvcError } from '../wire/errors';
 import { utf8FromLatin1 } from '../wire/headertext';
 import { DEFAULT_XML_NAMESPACE } from '../wire/xml';
@@ -22,7 +22,7 @@ export interface ServeOptions {
   region?: string;
   buckets: string[];
   users: Users;
-  logger: Logger;
+  logger: Log;
   xmlNamespace?: string;
   minPartSize?: number;
   maxPutSize?: number;
@@ -60,7 +60,7 @@ export class SvcServer {
   private readonly socketBytes = new WeakMap<import('node:net').Socket, { read: number; written: number }>();
   /** where /-/metrics and /-/health are served, when asked for */
   metricsUrl?: string;
-  private readonly log: Logger;
+  private readonly log: Log;
   private seq = 0;
   private readonly idBase = BigInt(Date.now()) * 1000000n;
   private inflight = 0;
