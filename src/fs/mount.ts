@@ -175,10 +175,14 @@ export async function runMount(c: MountConfig): Promise<void> {
     throw e;
   }
   // The probes (a dozen small requests, ~100 ms of a start that takes 0.3 s) run
-  // while the mount already serves: uploads and tag-keeping copies wait for them.
+  // once the mount serves: uploads and tag-keeping copies wait for them. (Begun
+  // before the mount, their first requests' CPU delayed it; a mount that fails
+  // now leaves no probe keys behind.)
   const probePrefix = c.prefix === '' || c.prefix.endsWith('/') ? c.prefix : c.prefix + '/';
-  const conditional = chooseConditionalMode(c, probePrefix);
-  const copyKeepsTags = c.readOnly ? Promise.resolve(true) : probeCopyKeepsTags(c.client, c.bucket, probePrefix);
+  let startProbes!: () => void;
+  const mountedNow = new Promise<void>((ok) => { startProbes = ok; });
+  const conditional = mountedNow.then(() => chooseConditionalMode(c, probePrefix));
+  const copyKeepsTags = c.readOnly ? Promise.resolve(true) : mountedNow.then(() => probeCopyKeepsTags(c.client, c.bucket, probePrefix));
   const probed = Promise.all([conditional, copyKeepsTags]).then(([mode, keeps]) => {
     c.log.info({ mode: describeMode(mode) }, 'conflict check');
     if (!keeps) c.log.info('this store drops tags when a copy replaces metadata: metadata changes carry them over');
@@ -236,6 +240,7 @@ export async function runMount(c: MountConfig): Promise<void> {
       else ok();
     });
   });
+  startProbes();
   c.log.info({ bucket: c.bucket, prefix: c.prefix, mountpoint: c.mountpoint, endpoint: c.endpoint }, 'mounted');
   if (!hugePagesOn()) c.log.info('started without GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (svcfs mount sets it; --foreground under a service manager needs it in the environment): first reads fault memory in page by page, slower on VMs');
   // after the kernel's INIT exchange, which sets the read-ahead to what libfuse 2 negotiates (128 KiB)
