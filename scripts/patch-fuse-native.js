@@ -73,6 +73,10 @@
 //     (Fuse.svcfsOnWrites(fn)) tells it. A 2 GiB file is 16,384 writes of 128 KiB,
 //     each a hop to JavaScript and back before: the context switches on 2 cores
 //     were a quarter of the mount's CPU.
+// 15. index.js checked the mount point with two asynchronous fs.stat calls: the
+//     first start of libuv's thread pool and two round trips through it, 5-10 ms
+//     of a mount's start (the filesystem needs no pool before that). They are
+//     synchronous now.
 // (The table of (10), the windows of (11) and the files of (14) are per process: one mount each.)
 'use strict';
 const fs = require('node:fs');
@@ -101,6 +105,11 @@ const jsEdits = [
     '  _op_mkdir (signal, path, mode) {\n    this.ops.mkdir(path, mode, (err, after) => {\n      return signal(err, after)\n'],
   ['  _op_rmdir (signal, path) {\n    this.ops.rmdir(path, err => {\n      return signal(err)\n',
     '  _op_rmdir (signal, path) {\n    this.ops.rmdir(path, (err, after) => {\n      return signal(err, after)\n'],
+  // (15) the mount point's checks, synchronously
+  ['  _open (cb) {\n    const self = this\n',
+    '  _open (cb) {\n    const self = this\n    const statNow = (p, cb) => { let st; try { st = fs.statSync(p) } catch (err) { return cb(err) } cb(null, st) } // svcfs (15)\n'],
+  ['      return fs.stat(self.mnt, (err, stat) => {\n', '      return statNow(self.mnt, (err, stat) => {\n'],
+  ["        fs.stat(path.join(self.mnt, '..'), (_, parent) => {\n", "        statNow(path.join(self.mnt, '..'), (_, parent) => {\n"],
   // (11) the read window, for the filesystem to call
   ['Fuse.EPERM = -1\n', 'Fuse.svcfsWindow = binding.fuse_native_svcfs_window\nFuse.svcfsForget = binding.fuse_native_svcfs_forget\nFuse.svcfsNegative = binding.fuse_native_svcfs_negative\n' +
     'Fuse.svcfsWriteFile = binding.fuse_native_svcfs_write_file\nFuse.svcfsWritten = binding.fuse_native_svcfs_written\nFuse.svcfsOnWrites = binding.fuse_native_svcfs_on_writes\nFuse.EPERM = -1\n',
