@@ -12,7 +12,7 @@ import { SvcClient } from '../wire/client';
 import { encodePath, presignedUrlString } from '../wire/signer';
 import { SvcServer } from '../server/server';
 import { generateUser, Users } from '../server/users';
-import { isMounted } from '../fs/mount';
+import { isMounted } from '../fs/mountpoint';
 import { UsageError } from './config';
 
 export interface DemoOptions {

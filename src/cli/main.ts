@@ -3,7 +3,7 @@
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { dialectByName } from '../wire/dialect';
 import { encodePath, MAX_PRESIGN_EXPIRES, presignedUrlString } from '../wire/signer';
-import { MountError } from '../fs/mount';
+import { MountError } from '../fs/mountpoint';
 import { loadConfig, loadCredentials, UsageError } from './config';
 import { makeLogger } from './log';
 import { mountCommand, parseTarget, statusCommand, unmountCommand } from './mount';

@@ -4,11 +4,15 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { dialectByName } from '../wire/dialect';
-import { SvcClient } from '../wire/client';
-import { isMounted, MountError, runMount, statusSocket } from '../fs/mount';
+import { isMounted, MountError, statusSocket } from '../fs/mountpoint';
 import { withHugePages } from '../fs/hugepages';
 import { cacheDir, loadConfig, loadCredentials, parseMountOptions, UsageError } from './config';
 import { LogFormat, makeLogger } from './log';
+
+// The client and the filesystem load only in the process that serves the mount: a
+// background mount's parent, status and unmount start sooner without them.
+const wire = () => require('../wire/client') as typeof import('../wire/client');
+const mounting = () => require('../fs/mount') as typeof import('../fs/mount');
 
 export interface MountCliOptions {
   endpoint?: string;
@@ -69,13 +73,13 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
   }
   if (!o.foreground) return daemonize(target, mountpoint, { ...o, endpoint, region, dialect: dialect.name, signature, ca: caFile && path.resolve(caFile) }, logFile);
   const log = makeLogger(p.log_level ?? o.logLevel, logFile, o.logFormat);
-  const client = new SvcClient({
+  const client = new (wire().SvcClient)({
     endpoint, credentials, region, dialect, signature, ca, payloadHash: opts.payloadHash,
     // the time budget, not a count, bounds a mount's retries (a server restart takes seconds)
     retryBudgetMs: (opts.retryBudget ?? 60) * 1000, maxAttempts: 1000,
     onRetry: (op, attempt, err) => log.warn({ op, attempt, err: (err as Error).message }, 'retrying'),
   });
-  await runMount({
+  await mounting().runMount({
     client, endpoint, bucket, prefix, mountpoint, readOnly: opts.readOnly, allowOther: opts.allowOther,
     uid: opts.uid ?? process.getuid!(), gid: opts.gid ?? process.getgid!(), umask: opts.umask ?? 0o022,
     cacheTtlSec: opts.cacheTtl ?? 30, cacheDir: opts.cacheDir ?? cacheDir(), nonEmpty: opts.nonEmpty, log,

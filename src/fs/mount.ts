@@ -15,6 +15,7 @@ import { SvcFs } from './filesystem';
 import type { WriteAddon } from './offload';
 import { hugePagesOn } from './hugepages';
 import { Journal, JournalLockedError } from './journal';
+import { isMounted, MountError, statusSocket } from './mountpoint';
 import { OpStats, operations } from './ops';
 
 // fuse-native ships no types
@@ -52,12 +53,6 @@ export interface MountConfig {
   onReady?: () => void;
 }
 
-export class MountError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
-    super(message);
-  }
-}
-
 /** The process's memory in MiB: resident now and at its peak, what V8 and Buffers hold, and the huge pages (asked for, and in use). */
 function memoryNow(): { rssMiB: number; peakRssMiB: number; heapMiB: number; buffersMiB: number; hugePages: boolean; hugePagesMiB: number } {
   const MiB = 1024 * 1024;
@@ -72,19 +67,6 @@ function memoryNow(): { rssMiB: number; peakRssMiB: number; heapMiB: number; buf
     rssMiB: r(m.rss / MiB), peakRssMiB: r(hwm ? Number(hwm[1]) / 1024 : m.rss / MiB), heapMiB: r(m.heapUsed / MiB), buffersMiB: r(m.arrayBuffers / MiB),
     hugePages: hugePagesOn(), hugePagesMiB: huge ? r(Number(huge[1]) / 1024) : 0,
   };
-}
-
-export function isMounted(mountpoint: string): boolean {
-  const abs = path.resolve(mountpoint);
-  const text = fs.readFileSync('/proc/mounts', 'utf8');
-  return text.split('\n').some((l) => l.split(' ')[1]?.replace(/\\040/g, ' ') === abs);
-}
-
-/** Where the status socket of a mount lives (derived from the mount point, so `svcfs status MNT` finds it). */
-export function statusSocket(mountpoint: string): string {
-  const dir = path.join(process.env.XDG_RUNTIME_DIR || os.tmpdir(), `svcfs-${process.getuid?.() ?? 0}`);
-  const id = createHash('sha256').update(path.resolve(mountpoint)).digest('hex').slice(0, 16);
-  return path.join(dir, `${id}.sock`);
 }
 
 function checkMountpoint(c: MountConfig): void {
