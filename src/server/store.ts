@@ -261,7 +261,9 @@ export class Store {
       return out;
     }
     for (;;) {
-      const rows = this.st.list.all(bucket, excl, incl, 1000) as ListEntry[];
+      // no more rows than the page can still take, and one to tell whether it is truncated
+      const want = Math.min(1000, maxKeys - out.contents.length - out.prefixes.length + 1);
+      const rows = this.st.list.all(bucket, excl, incl, want) as ListEntry[];
       if (rows.length === 0) return out;
       for (const r of rows) {
         if (!r.key.startsWith(prefix)) return out;
