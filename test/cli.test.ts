@@ -163,13 +163,13 @@ t.test('logs on a terminal are sentences; --log-format json gives JSON', async (
     return err;
   };
   const human = await run('');
-  t.match(human, /^svcfs: conflict check/m, 'a sentence per line on stderr');
+  t.match(human, /^svcfs: mounted \(bucket=test prefix= mountpoint=/m, 'a sentence per line on stderr, details after it');
   t.match(human, /^svcfs: unmounted/m);
   // (the harness starts it without the tunable svcfs mount sets)
   t.match(human, /^svcfs: started without GLIBC_TUNABLES=glibc.malloc.hugetlb=1/m, 'a foreground mount without malloc\'s huge pages says how to turn them on');
   t.notMatch(human, /\{"level"/, 'no JSON');
   const json = await run('--log-format json');
-  t.match(json, /^\{"level":30,.*"msg":"conflict check"/m, '--log-format json: one JSON object per line');
+  t.match(json, /^\{"level":30,.*"bucket":"test".*"msg":"mounted"\}$/m, '--log-format json: one JSON object per line');
 });
 
 t.test('mount -t svcfs, an fstab line, svcfs unmount', async (t) => {

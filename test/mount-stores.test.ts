@@ -112,26 +112,38 @@ for (const backend of backendNames()) t.test(`stores: ${backend}`, async (t) => 
   });
 });
 
-// The mount probes the store (conditional writes, tags on copies) while it
-// already serves: a slow store does not delay the start, listings never show
-// the probe's scratch keys, and uploads wait for the answer.
+// The mount probes the store (conditional writes, tags on copies) once it
+// serves, when an upload first needs the answer (or a second after the mount):
+// a slow store does not delay the start, the first listings have the store to
+// themselves, listings never show the probe's scratch keys, and uploads wait
+// for the answer.
 t.test('the mount serves while it probes the store', async (t) => {
   const s = await startServer(t);
   const c = s.client();
   const proxy = await startFaultProxy(t, s.url, 0);
-  proxy.delayOf = (req) => (req.url?.includes(PROBE_NAME) ? 700 : 0);
+  let firstProbe = 0;
+  proxy.delayOf = (req) => {
+    if (!req.url?.includes(PROBE_NAME)) return 0;
+    firstProbe ||= Date.now();
+    return 700;
+  };
   const t0 = Date.now();
   const m = await startMount(t, s, { endpoint: proxy.url });
   const ready = Date.now() - t0;
   // (about 15 probe requests of 0.7 s each, one after another)
   t.ok(ready < 6000, `mounted before the probes end (${ready} ms)`);
   const scratch = async () => (await c.listPage('test', {})).contents.map((o) => o.key).filter((k) => k.includes(PROBE_NAME));
+  await sh(`mkdir ${m.mnt}/d`);
+  await sleep(300);
+  t.equal(firstProbe, 0, 'no probe request yet: nothing needed its answer');
+  t.same(await scratch(), [], 'and no probe key');
+  // the upload at close needs the answer: it asks for the probes and waits for them
+  const writing = sh(`echo hello > ${m.mnt}/d/early.txt`);
   for (let i = 0; i < 100 && !(await scratch()).length; i++) await sleep(20);
   t.ok((await scratch()).length > 0, 'a probe key is in the bucket now');
-  await sh(`mkdir ${m.mnt}/d`);
   t.equal((await sh(`ls -A ${m.mnt}`)).trim(), 'd', 'the root listing shows no probe key');
   t.ok((await scratch()).length > 0, 'while the probe is still on');
-  await sh(`echo hello > ${m.mnt}/d/early.txt`);
+  await writing;
   t.equal((await c.getBuffer('test', 'd/early.txt')).toString(), 'hello\n', 'a file written while probing is uploaded at close');
   const st = await m.status();
   t.match(st.conditionalWrites, /^conditional \(If-Match \/ If-None-Match on upload\)$/, 'status answers with what the probe found');

@@ -45,6 +45,8 @@ export interface FsOptions {
    * comparing ETags first; 'off' lets the last writer win.
    */
   conditional: ConditionalMode | Promise<ConditionalMode>;
+  /** asks the mount to run its store probes now (an upload or a tag-keeping copy needs their answer) */
+  wantProbes?: () => void;
   log: Log;
   upload?: UploadTuning;
   reader?: ReaderTuning;
@@ -109,12 +111,13 @@ export class SvcFs {
     this.log = o.log;
     this.defaults = { uid: o.uid, gid: o.gid, umask: o.umask, mountTime: Date.now() };
     this.remote = new Remote(o.client, o.bucket, o.prefix, this.defaults);
+    this.remote.wantProbes = o.wantProbes;
     this.cache = new MetaCache(o.cacheTtlMs);
     this.pages = new PageCacheKeeper(o.keepCache === true);
     this.budget = new MemoryBudget(o.memoryLimit ?? DEFAULT_MEMORY_LIMIT);
     this.writer = new Writer({
       client: o.client, remote: this.remote, cache: this.cache, journal: o.journal, log: o.log, writeBackMs: o.writeBackMs,
-      conditional: o.conditional, upload: o.upload, budget: this.budget, treeChanged: o.forgetKnown,
+      conditional: o.conditional, wantProbes: o.wantProbes, upload: o.upload, budget: this.budget, treeChanged: o.forgetKnown,
       // pages of a file written here (write-through) hold what was uploaded: the next read may keep them
       uploaded: (path, etag) => this.pages.note(path, etag),
     });

@@ -16,11 +16,12 @@ export class Remote {
   listingMeta?: boolean;
   /**
    * Does a server-side copy that replaces the metadata keep the object's tags?
-   * S3 and svcfs serve: yes. Ceph RGW 16 drops them: probed at mount, while
-   * the mount already serves; a copy that needs the answer waits for `probed`.
+   * S3 and svcfs serve: yes. Ceph RGW 16 drops them: probed once the mount
+   * serves; a copy that needs the answer asks for the probe and waits for `probed`.
    */
   copyKeepsTags = true;
   probed: Promise<unknown> = Promise.resolve();
+  wantProbes?: () => void;
 
   constructor(readonly client: SvcClient, readonly bucket: string, prefix: string, readonly defaults: AttrDefaults) {
     this.prefix = prefix === '' || prefix.endsWith('/') ? prefix : prefix + '/';
@@ -99,7 +100,10 @@ export class Remote {
    */
   async copy(srcKey: string, dstKey: string, o: Parameters<SvcClient['copy']>[3] & { tagCount?: number } = {}): Promise<string> {
     const { tagCount, ...opts } = o;
-    if (opts.replaceMetadata && tagCount !== 0) await this.probed;
+    if (opts.replaceMetadata && tagCount !== 0) {
+      this.wantProbes?.();
+      await this.probed;
+    }
     const tags = this.copyKeepsTags || !opts.replaceMetadata || tagCount === 0 ? undefined : await this.client.getTags(this.bucket, srcKey);
     const etag = await this.client.copy({ bucket: this.bucket, key: srcKey }, this.bucket, dstKey, opts);
     if (tags && Object.keys(tags).length) await this.client.putTags(this.bucket, dstKey, tags);

@@ -37,6 +37,8 @@ export interface WriterOptions {
    * serves (uploads wait for the answer); may be demoted at run time.
    */
   conditional: ConditionalMode | Promise<ConditionalMode>;
+  /** asks the mount to run its probes now: an upload needs their answer */
+  wantProbes?: () => void;
   upload?: UploadTuning;
   /** every buffer of an upload comes from this budget */
   budget?: MemoryBudget;
@@ -342,6 +344,7 @@ export class Writer {
 
   /** The condition an upload carries, and how, in the mount's conditional mode. */
   private async conditionFor(st: Staged) {
+    if (this.mode === 'probing') this.o.wantProbes?.();
     await this.probed;
     const m = this.mode as ConditionalMode;
     if (m.kind === 'off') return { cond: {}, head: false };
