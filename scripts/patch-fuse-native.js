@@ -77,6 +77,11 @@
 //     first start of libuv's thread pool and two round trips through it, 5-10 ms
 //     of a mount's start (the filesystem needs no pool before that). They are
 //     synchronous now.
+// 16. open can ask for direct I/O on the handle it returns (bit 29, src/fs/caller.ts
+//     DIRECT_IO): reads then reach the filesystem whatever size the kernel has
+//     cached, which the mount needs when an open finds that another client
+//     replaced the file by a bigger one within the attribute timeout (the kernel
+//     would cut reads at the old size).
 // (The table of (10), the windows of (11) and the files of (14) are per process: one mount each.)
 'use strict';
 const fs = require('node:fs');
@@ -86,7 +91,7 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 18 */';
+const MARK = '/* svcfs patch 19 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
@@ -501,7 +506,9 @@ const edits = [
     '    l->caller_uid = fc->uid; l->caller_gid = fc->gid; l->caller_pid = fc->pid; l->caller_umask = fc->umask;\\\n  }\\\n  l->op = op_##name;\\'],
   // 8 (the open handler's signal block: the one opendir follows)
   ['  NAPI_ARGV_INT32(fd, 2)\n  if (fd != 0) {\n    l->info->fh = fd;\n  }\n})\n\nFUSE_METHOD(opendir,',
-    '  NAPI_ARGV_INT32(fd, 2)\n  if (fd & 0x40000000) {\n    l->info->keep_cache = 1;\n    fd &= ~0x40000000;\n  }\n  if (fd != 0) {\n    l->info->fh = fd;\n  }\n})\n\nFUSE_METHOD(opendir,'],
+    '  NAPI_ARGV_INT32(fd, 2)\n  if (fd & 0x40000000) {\n    l->info->keep_cache = 1;\n    fd &= ~0x40000000;\n  }\n' +
+    // (16) bit 29: direct_io for this handle
+    '  if (fd & 0x20000000) {\n    l->info->direct_io = 1;\n    fd &= ~0x20000000;\n  }\n  if (fd != 0) {\n    l->info->fh = fd;\n  }\n})\n\nFUSE_METHOD(opendir,'],
   // 9 (the Linux getxattr, without the macOS position argument)
   ['FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  l->path = path;',
     'FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  if (strncmp(name, "user.", 5) != 0) return -ENOTSUP;\n  l->path = path;'],

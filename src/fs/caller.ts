@@ -47,16 +47,25 @@ export function recordCallers(fuse: { _handlers: (Handler | undefined)[] }): boo
 
 /**
  * Bit 30 of the handle open returns: keep the kernel's page cache of the file
- * (the patched addon sets keep_cache and clears the bit). Handles stay below it.
+ * (the patched addon sets keep_cache and clears the bit).
  */
 export const KEEP_CACHE = 0x40000000;
+/** Bit 29: direct I/O on this handle (patch 16 of the addon sets direct_io and clears the bit). */
+export const DIRECT_IO = 0x20000000;
+/** Handles stay below the bits open may add. */
+export const HANDLE_LIMIT = DIRECT_IO;
 
-/** The install-time patch marks the addon's source (patch 7 brought keep_cache); the build follows it. */
-export function patched(): boolean {
+/** The version of the install-time patch the addon's source carries (0: none); the build follows it. */
+export function patchLevel(): number {
   try {
     const m = /svcfs patch (\d+)/.exec(readFileSync(require.resolve('fuse-native/fuse-native.c'), 'utf8').slice(0, 100));
-    return m !== null && Number(m[1]) >= 7;
+    return m === null ? 0 : Number(m[1]);
   } catch {
-    return false;
+    return 0;
   }
+}
+
+/** Patch 7 brought the caller and keep_cache. */
+export function patched(): boolean {
+  return patchLevel() >= 7;
 }
