@@ -280,6 +280,24 @@ os.close(fd)
     t.ok((await gets()) > g2, 'read anew from the store');
   });
 
+  // Another client's change within the TTL: the mount may still show the old attributes, but
+  // an open confirms what it knows when that is older than a second, and the reads give the new
+  // object whole (the kernel's cached size is the old one: the handle reads past it, direct).
+  t.test('a file another client replaced is read whole before the TTL ends, grown or shrunk', async (t) => {
+    await c.put(B, 'replaced.txt', Buffer.from('version one\n'));
+    t.equal(await sh(`cat ${M}/replaced.txt`), 'version one\n', 'first read');
+    const grown = randomBytes(300 * 1024);
+    await c.put(B, 'replaced.txt', grown);
+    await sleep(1200); // older than a second, younger than the mount's cache_ttl (2 s)
+    t.equal(md5(fs.readFileSync(`${M}/replaced.txt`)), md5(grown), 'grown: the new object whole, not EIO and not cut at the old size');
+    t.equal(md5(fs.readFileSync(`${M}/replaced.txt`)), md5(grown), 'and again at the next open');
+    await sleep(2500);
+    t.equal(fs.statSync(`${M}/replaced.txt`).size, grown.length, 'the new size once the TTL has passed');
+    await c.put(B, 'replaced.txt', Buffer.from('v3\n'));
+    await sleep(1200);
+    t.equal(await sh(`cat ${M}/replaced.txt`), 'v3\n', 'shrunk: the new object, ending where it ends (no zeros up to the old size)');
+  });
+
   t.test('a file read while its writer still has it open is kept in the page cache once that writer is gone', async (t) => {
     // close(2) returns before the kernel's RELEASE reaches the mount: the next open may still find
     // the staged file. Here the writer keeps its descriptor on purpose, so that case always happens.

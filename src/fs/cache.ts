@@ -47,6 +47,15 @@ export class MetaCache {
     return this.dirs.get(parent)?.entries.get(path.slice(slash + 1));
   }
 
+  /** How long ago the cached attributes of a path (its own entry, else its directory's listing) came in; undefined when none are. */
+  age(path: string): number | undefined {
+    if (this.ttlMs <= 0) return undefined;
+    if (this.attrs.has(path)) return this.ttlMs - this.attrs.getRemainingTTL(path);
+    const slash = path.lastIndexOf('/');
+    const parent = slash <= 0 ? '/' : path.slice(0, slash);
+    return this.dirs.has(parent) ? this.ttlMs - this.dirs.getRemainingTTL(parent) : undefined;
+  }
+
   /** undefined: unknown; null: known not to exist; else the attributes. */
   get(path: string): Attr | null | undefined {
     if (this.ttlMs <= 0) return undefined;

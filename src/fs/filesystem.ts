@@ -6,7 +6,7 @@ import type { Log } from '../cli/log';
 import { Slots, SvcClient } from '../wire/client';
 import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, STAT_INTS, isSpecialType, metaFromAttr, writeStat } from './attrs';
 import { MetaCache } from './cache';
-import { Caller, KEEP_CACHE } from './caller';
+import { Caller, DIRECT_IO, HANDLE_LIMIT, KEEP_CACHE } from './caller';
 import { contentTypeFor } from './mime';
 import { DirTimes, checkName, newOwner, parentOf } from './posix';
 import { E, fsError } from './errors';
@@ -26,6 +26,13 @@ import { Writer, WriterStats } from './writer';
 
 /** how long the addon may use attributes readdir handed it (SVCFS_AC_LIFE_NS in scripts/patch-fuse-native.js) */
 const FUSE_ATTR_LIFE_MS = 20_000;
+
+/**
+ * An open for reading confirms what the mount knows of the file when that is
+ * older than this (one conditional HEAD): a file another client replaced
+ * within the TTL is then read whole, not refused or cut at the old size.
+ */
+const OPEN_CONFIRM_MS = 1000;
 
 export interface FsOptions {
   client: SvcClient;
@@ -52,6 +59,8 @@ export interface FsOptions {
   reader?: ReaderTuning;
   /** the addon can keep the kernel's page cache of a file across opens (patched fuse-native) */
   keepCache?: boolean;
+  /** the addon can open a handle for direct I/O (patch 16 of fuse-native) */
+  directIo?: boolean;
   /** hands the addon the chunk of an open file its last read came from (patched fuse-native: Fuse.svcfsWindow) */
   readWindow?: (fd: number, start: number, data: Buffer | null) => void;
   /** empties the addon's table of attributes (patched fuse-native: Fuse.svcfsForget) */
@@ -94,6 +103,8 @@ export class SvcFs {
   private nextFd = 1;
   private readonly defaults: AttrDefaults;
   private revalidated = 0;
+  /** files found at open with another size than the kernel may still hold, until its attribute timeout: read with direct I/O */
+  private readonly resized = new Map<string, number>();
   /** HEADs completing entries that a listing gave without metadata: one per path, 16 at a time */
   private readonly completing = new Map<string, Promise<Attr | null>>();
   private readonly headSlots = new Slots(16);
@@ -283,10 +294,10 @@ export class SvcFs {
   // ---- open files ----
 
   private addHandle(h: Handle): number {
-    // handles stay below KEEP_CACHE, the bit that asks the kernel to keep a file's pages
-    while (this.handles.has(this.nextFd)) this.nextFd = (this.nextFd % (KEEP_CACHE - 1)) + 1;
+    // handles stay below the bits open adds for the addon (KEEP_CACHE, DIRECT_IO)
+    while (this.handles.has(this.nextFd)) this.nextFd = (this.nextFd % (HANDLE_LIMIT - 1)) + 1;
     const fd = this.nextFd;
-    this.nextFd = (this.nextFd % (KEEP_CACHE - 1)) + 1;
+    this.nextFd = (this.nextFd % (HANDLE_LIMIT - 1)) + 1;
     this.handles.set(fd, h);
     return fd;
   }
@@ -309,12 +320,16 @@ export class SvcFs {
         // ETag's (close(2) returns before the kernel's RELEASE, so the next open can land here)
         return !st.dirty && this.pages.keep(path, st.attr.etag) ? fd | KEEP_CACHE : fd;
       }
-      const a = await this.getattr(path);
+      const a = await this.confirmAtOpen(path, await this.getattr(path));
       if (a.kind === 'dir') throw fsError(E.EISDIR);
       const reader = new Reader(this.client, this.o.bucket, this.key(path), a.size, a.etag, this.o.reader ?? DEFAULT_TUNING, this.budget);
       const fd = this.addHandle({ path, flags, attr: a, reader });
       const win = this.o.readWindow;
       if (win) reader.onWindow = (start, data) => win(fd, start, data);
+      if (this.kernelSizeStale(path)) {
+        this.pages.forget(path);
+        return fd | DIRECT_IO;
+      }
       return this.pages.keep(path, a.etag) ? fd | KEEP_CACHE : fd;
     }
     this.pages.forget(path);
@@ -324,6 +339,47 @@ export class SvcFs {
     s.refs++;
     if (flags & C.O_TRUNC) await s.truncate(0);
     return this.offloaded(this.addHandle({ path, flags, staged: s }));
+  }
+
+  /**
+   * What the mount knows of a file, confirmed with the store when older than
+   * OPEN_CONFIRM_MS (304: unchanged). Only for reading: a writer's appends
+   * would land where the kernel's old size says, so a write open keeps the
+   * known version (its upload then meets the change as a conflict).
+   */
+  private async confirmAtOpen(path: string, a: Attr): Promise<Attr> {
+    if (a.kind !== 'file' || !a.etag) return a;
+    const age = this.cache.age(path);
+    // (no age: just fetched, or no cache)
+    if (age === undefined || age < OPEN_CONFIRM_MS) return a;
+    const r = await this.client.head(this.o.bucket, this.key(path), { ifNoneMatch: a.etag });
+    if (r === 'not-modified') {
+      this.revalidated++;
+      this.cache.set(path, a);
+      return a;
+    }
+    if (!r) {
+      this.cache.setMissing(path);
+      this.o.forgetKnown?.();
+      throw fsError(E.ENOENT);
+    }
+    const current = this.remote.attrOf(r);
+    this.cache.set(path, current);
+    // the addon's table may answer the next getattr with the old attributes
+    this.o.forgetKnown?.();
+    // The kernel keeps the size it was given for its attribute timeout (the TTL): it would cut reads
+    // there, or fill what a shorter file lacks with zeros. Direct reads end where the file ends.
+    if (current.size !== a.size && this.o.directIo) this.resized.set(path, Date.now() + this.cache.ttlMs);
+    return current;
+  }
+
+  /** Might the kernel still hold another size than the file has (see confirmAtOpen)? */
+  private kernelSizeStale(path: string): boolean {
+    const until = this.resized.get(path);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.resized.delete(path);
+    return false;
   }
 
   /** A handle writing a file with no byte left to fetch has its writes made by the addon (offload.ts), unless it appends. */

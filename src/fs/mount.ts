@@ -10,7 +10,7 @@ import type { Log } from '../cli/log';
 import { SvcClient } from '../wire/client';
 import { SvcError } from '../wire/errors';
 import { ConditionalMode, describeMode, probeConditionalWrites, probeCopyKeepsTags } from './conditional';
-import { patched, recordCallers, setFallbackCaller } from './caller';
+import { patched, patchLevel, recordCallers, setFallbackCaller } from './caller';
 import { SvcFs } from './filesystem';
 import type { WriteAddon } from './offload';
 import { hugePagesOn } from './hugepages';
@@ -182,7 +182,7 @@ export async function runMount(c: MountConfig): Promise<void> {
   }, (e) => c.log.warn({ err: (e as Error).message }, 'probing the store failed'));
   const fsys = new SvcFs({
     client: c.client, bucket: c.bucket, prefix: c.prefix, uid: c.uid, gid: c.gid, umask: c.umask, readOnly: c.readOnly,
-    cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conditional, wantProbes: startProbes, log: c.log, keepCache: patched(),
+    cacheTtlMs: c.cacheTtlSec * 1000, journal, writeBackMs: c.writeBackSec * 1000, conditional, wantProbes: startProbes, log: c.log, keepCache: patched(), directIo: patchLevel() >= 19,
     readWindow: typeof Fuse.svcfsWindow === 'function' ? Fuse.svcfsWindow : undefined,
     forgetKnown: typeof Fuse.svcfsForget === 'function' ? Fuse.svcfsForget : undefined,
     writeFiles: typeof Fuse.svcfsWriteFile === 'function' ? (Fuse as WriteAddon) : undefined,
