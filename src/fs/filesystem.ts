@@ -175,11 +175,11 @@ export class SvcFs {
   }
 
   /**
-   * An entry past its TTL that was a file: one conditional HEAD (304 means it is
-   * unchanged) instead of a full lookup. Undefined when that does not settle it.
+   * An entry past its TTL that was a file (or one an open confirms): one
+   * conditional HEAD (304 means it is unchanged, and `prev` comes back) instead
+   * of a full lookup. Undefined when that does not settle it.
    */
-  private async revalidate(path: string): Promise<Attr | undefined> {
-    const prev = this.cache.lastKnown(path);
+  private async revalidate(path: string, prev = this.cache.lastKnown(path)): Promise<Attr | undefined> {
     if (!prev || prev.kind === 'dir' || !prev.etag) return undefined;
     const r = await this.client.head(this.o.bucket, this.key(path), { ifNoneMatch: prev.etag });
     if (r === 'not-modified') {
@@ -352,24 +352,26 @@ export class SvcFs {
     const age = this.cache.age(path);
     // (no age: just fetched, or no cache)
     if (age === undefined || age < OPEN_CONFIRM_MS) return a;
-    const r = await this.client.head(this.o.bucket, this.key(path), { ifNoneMatch: a.etag });
-    if (r === 'not-modified') {
-      this.revalidated++;
+    const current = await this.revalidate(path, a);
+    // the cache's entry starts again: confirmed now
+    if (current === a) {
       this.cache.set(path, a);
       return a;
     }
-    if (!r) {
+    // (the addon's table may answer the next getattr with the old attributes)
+    this.o.forgetKnown?.();
+    if (!current) {
       this.cache.setMissing(path);
-      this.o.forgetKnown?.();
       throw fsError(E.ENOENT);
     }
-    const current = this.remote.attrOf(r);
     this.cache.set(path, current);
-    // the addon's table may answer the next getattr with the old attributes
-    this.o.forgetKnown?.();
     // The kernel keeps the size it was given for its attribute timeout (the TTL): it would cut reads
     // there, or fill what a shorter file lacks with zeros. Direct reads end where the file ends.
-    if (current.size !== a.size && this.o.directIo) this.resized.set(path, Date.now() + this.cache.ttlMs);
+    if (current.size !== a.size && this.o.directIo) {
+      const t = Date.now();
+      if (this.resized.size >= 1024) for (const [p, until] of this.resized) if (until <= t) this.resized.delete(p);
+      this.resized.set(path, t + this.cache.ttlMs);
+    }
     return current;
   }
 
