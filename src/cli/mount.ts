@@ -8,6 +8,7 @@ import { isMounted, MountError, statusSocket } from '../fs/mountpoint';
 import { withHugePages } from '../fs/hugepages';
 import { cacheDir, loadConfig, loadCredentials, parseMountOptions, UsageError } from './config';
 import { LogFormat, makeLogger } from './log';
+import { codeCacheStats } from './codecache';
 
 // The client and the filesystem load only in the process that serves the mount: a
 // background mount's parent, status and unmount start sooner without them.
@@ -84,6 +85,7 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
     uid: opts.uid ?? process.getuid!(), gid: opts.gid ?? process.getgid!(), umask: opts.umask ?? 0o022,
     cacheTtlSec: opts.cacheTtl ?? 30, cacheDir: opts.cacheDir ?? cacheDir(), nonEmpty: opts.nonEmpty, log,
     writeBackSec: opts.writeBack ?? 0, conflictCheck: opts.conflictCheck, memoryLimitMiB: opts.memoryLimit,
+    codeCache: codeCacheStats,
     onReady: () => process.stdout.write(`mounted ${bucket}${prefix ? ':' + prefix : ''} at ${path.resolve(mountpoint)}\n`),
   });
 }

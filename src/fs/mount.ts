@@ -51,6 +51,8 @@ export interface MountConfig {
   log: Log;
   /** called once the mount is up (daemon mode tells its parent) */
   onReady?: () => void;
+  /** how the process's modules were compiled (src/cli/codecache.ts), for `svcfs status` */
+  codeCache?: () => unknown;
 }
 
 /** The process's memory in MiB: resident now and at its peak, what V8 and Buffers hold, and the huge pages (asked for, and in use). */
@@ -253,6 +255,7 @@ export async function runMount(c: MountConfig): Promise<void> {
       retries: c.client.retries,
       operations: opStats.snapshot(),
       memory: memoryNow(),
+      codeCache: c.codeCache?.(),
       ...fsys.stats(),
     };
   };

@@ -41,6 +41,8 @@ export interface MountOptions {
   /** reuse a cache directory (to remount after a crash) and a mount point */
   cacheDir?: string;
   mnt?: string;
+  /** more environment for the mount process */
+  env?: Record<string, string>;
 }
 
 /** What a mount talks to: a TestServer (bucket `test`), or a Backend (its bucket, keys and dialect). */
@@ -58,7 +60,7 @@ export async function startMount(t: Tap, s: MountTarget | TestServer, o: MountOp
   const options = ['cache_ttl=2', `cache_dir=${cache}`, 'retry_budget=3', ...(o.options ?? [])];
   const creds = b.creds ?? ADMIN;
   // (in the environment `svcfs mount` gives the mount process it starts)
-  const env = withHugePages({ ...process.env, SVC_ACCESS_KEY_ID: creds.accessKeyId, SVC_SECRET_ACCESS_KEY: creds.secretAccessKey });
+  const env = withHugePages({ ...process.env, SVC_ACCESS_KEY_ID: creds.accessKeyId, SVC_SECRET_ACCESS_KEY: creds.secretAccessKey, ...o.env });
   const proc = spawn(process.execPath, [CLI, '--log-level', 'debug', '--log-format', 'json', 'mount', o.target ?? b.bucket ?? 'test', mnt, '--endpoint', o.endpoint ?? s.url, '--foreground',
     '-o', options.join(','), ...(b.mountArgs ?? []), ...(o.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
