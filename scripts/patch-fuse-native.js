@@ -82,7 +82,17 @@
 //     cached, which the mount needs when an open finds that another client
 //     replaced the file by a bigger one within the attribute timeout (the kernel
 //     would cut reads at the old size).
-// (The table of (10), the windows of (11) and the files of (14) are per process: one mount each.)
+// 17. Directories this mount made, answered in the FUSE thread: mkdir may hand
+//     back a third block (ints[0]: how many ms the directory's listing, empty
+//     then, stays in the filesystem's cache; ints[1]: the longest path whose
+//     object key the store accepts). Until then, a getattr of a path in that
+//     directory that no create, mknod, mkdir, symlink or link of this mount made
+//     since is ENOENT without a hop to JavaScript, as JavaScript would answer
+//     from its listing: the O_EXCL lookup of every new file of `cp -r`, `tar x`
+//     or `rsync` into a new directory. rename, rmdir, any operation of another
+//     kind that may change names, a name-making operation that failed, and
+//     Fuse.svcfsForget() drop all of them.
+// (The tables of (10) and (17), the windows of (11) and the files of (14) are per process: one mount each.)
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -91,7 +101,7 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 19 */';
+const MARK = '/* svcfs patch 20 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
@@ -175,6 +185,7 @@ static uint64_t svcfs_ac_invalidate (void) {
 }
 
 static int svcfs_ac_take (const char *path, struct stat *st);
+static void svcfs_cd_clear (void);
 
 /* (12) one path's entry goes (no new generation: a listing hands over nothing of a file being written) */
 static void svcfs_ac_forget (const char *path) {
@@ -276,7 +287,7 @@ static void svcfs_ac_after (napi_env env, napi_value v, fuse_thread_locals_t *l)
   size_t bytes = 0;
   if (napi_get_buffer_info(env, v, &data, &bytes) != napi_ok || bytes < 18 * sizeof(uint32_t)) return;
   uint32_t n = bytes / (18 * sizeof(uint32_t));
-  if (n > 2) n = 2;
+  if (n > 3) n = 3;
   memcpy(l->svcfs_after, data, n * 18 * sizeof(uint32_t));
   l->svcfs_after_n = n;
 }
@@ -284,12 +295,135 @@ static void svcfs_ac_after (napi_env env, napi_value v, fuse_thread_locals_t *l)
 /* (12) Fuse.svcfsForget(), from JavaScript: something changed outside any operation (a conflict copy appeared) */
 NAPI_METHOD(fuse_native_svcfs_forget) {
   svcfs_ac_invalidate();
+  svcfs_cd_clear();
   return NULL;
+}
+
+/* svcfs (17): directories this mount made (empty then), and the paths made in them since */
+#define SVCFS_CD_DIRS 64
+#define SVCFS_CD_NAMES_MAX 200000
+typedef struct svcfs_cd_name { struct svcfs_cd_name *next; char path[]; } svcfs_cd_name;
+typedef struct { char *path; uint64_t expires; uint32_t maxpath; } svcfs_cd_dir;
+static svcfs_cd_dir svcfs_cd[SVCFS_CD_DIRS];
+static svcfs_cd_name *svcfs_cd_names[SVCFS_AC_BUCKETS];
+static uint32_t svcfs_cd_count = 0;
+static uint32_t svcfs_cd_marked = 0;
+static pthread_mutex_t svcfs_cd_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* (lock held) */
+static void svcfs_cd_clear_locked (void) {
+  for (uint32_t i = 0; i < SVCFS_CD_DIRS; i++) { free(svcfs_cd[i].path); svcfs_cd[i].path = NULL; }
+  for (uint32_t i = 0; svcfs_cd_count > 0 && i < SVCFS_AC_BUCKETS; i++) {
+    svcfs_cd_name *e = svcfs_cd_names[i];
+    while (e) { svcfs_cd_name *n = e->next; free(e); svcfs_cd_count--; e = n; }
+    svcfs_cd_names[i] = NULL;
+  }
+  svcfs_cd_count = 0;
+  svcfs_cd_marked = 0;
+}
+
+static void svcfs_cd_clear (void) {
+  pthread_mutex_lock(&svcfs_cd_lock);
+  if (svcfs_cd_marked) svcfs_cd_clear_locked();
+  pthread_mutex_unlock(&svcfs_cd_lock);
+}
+
+/* (lock held) the live mark of path's parent directory, or NULL; *name: where the last component starts */
+static svcfs_cd_dir *svcfs_cd_parent_locked (const char *path, const char **name) {
+  const char *slash = strrchr(path, '/');
+  if (slash == NULL) return NULL;
+  size_t pl = slash == path ? 1 : (size_t) (slash - path);
+  uint64_t now = uv_hrtime();
+  for (uint32_t i = 0; i < SVCFS_CD_DIRS; i++) {
+    svcfs_cd_dir *d = &svcfs_cd[i];
+    if (d->path == NULL || d->expires <= now || strlen(d->path) != pl || strncmp(d->path, path, pl) != 0) continue;
+    *name = slash + 1;
+    return d;
+  }
+  return NULL;
+}
+
+/* (lock held) is path among the names made in a marked directory */
+static int svcfs_cd_made_locked (const char *path) {
+  for (svcfs_cd_name *e = svcfs_cd_names[svcfs_ac_hash(path, NULL)]; e; e = e->next) if (strcmp(e->path, path) == 0) return 1;
+  return 0;
+}
+
+/* a name-making operation succeeded (FUSE thread): remember the path when its directory is marked */
+static void svcfs_cd_made (const char *path) {
+  const char *name = NULL;
+  pthread_mutex_lock(&svcfs_cd_lock);
+  if (svcfs_cd_marked && svcfs_cd_parent_locked(path, &name) != NULL && !svcfs_cd_made_locked(path)) {
+    svcfs_cd_name *e = svcfs_cd_count < SVCFS_CD_NAMES_MAX ? malloc(sizeof(svcfs_cd_name) + strlen(path) + 1) : NULL;
+    if (e == NULL) svcfs_cd_clear_locked(); /* full: forget it all, JavaScript answers */
+    else {
+      strcpy(e->path, path);
+      uint32_t b = svcfs_ac_hash(path, NULL);
+      e->next = svcfs_cd_names[b];
+      svcfs_cd_names[b] = e;
+      svcfs_cd_count++;
+    }
+  }
+  pthread_mutex_unlock(&svcfs_cd_lock);
+}
+
+/* mkdir handed back a mark (FUSE thread): the new directory is empty for ms */
+static void svcfs_cd_mark (const char *path, uint32_t ms, uint32_t maxpath) {
+  size_t n = strlen(path);
+  char *copy = malloc(n + 1);
+  if (copy == NULL) return;
+  memcpy(copy, path, n + 1);
+  pthread_mutex_lock(&svcfs_cd_lock);
+  /* the same path's slot, else a free or expired one, else the one that ends first */
+  uint64_t now = uv_hrtime();
+  svcfs_cd_dir *slot = NULL;
+  for (uint32_t i = 0; i < SVCFS_CD_DIRS; i++) {
+    svcfs_cd_dir *d = &svcfs_cd[i];
+    if (d->path != NULL && strcmp(d->path, path) == 0) { slot = d; break; }
+    if (slot == NULL || (slot->path != NULL && (d->path == NULL || d->expires <= now || d->expires < slot->expires))) slot = d;
+  }
+  free(slot->path);
+  slot->path = copy;
+  slot->expires = now + (uint64_t) ms * 1000000ULL;
+  slot->maxpath = maxpath;
+  svcfs_cd_marked = 1;
+  pthread_mutex_unlock(&svcfs_cd_lock);
+}
+
+/* getattr in the FUSE thread: 1 when path lies in a marked directory and this mount made no such name there since */
+static int svcfs_cd_absent (const char *path) {
+  int absent = 0;
+  const char *name = NULL;
+  pthread_mutex_lock(&svcfs_cd_lock);
+  if (svcfs_cd_marked) {
+    svcfs_cd_dir *d = svcfs_cd_parent_locked(path, &name);
+    /* a name too long for the store is JavaScript's to refuse (ENAMETOOLONG) */
+    if (d != NULL && name[0] != 0 && strlen(name) <= 255 && strlen(path) <= d->maxpath) absent = !svcfs_cd_made_locked(path);
+  }
+  pthread_mutex_unlock(&svcfs_cd_lock);
+  return absent;
+}
+
+/* a changing operation ended (FUSE thread): names made go in, the rest keeps the marks or drops them */
+static void svcfs_cd_after (fuse_thread_locals_t *l) {
+  uint32_t op = l->op;
+  if (op == op_create || op == op_mknod || op == op_mkdir || op == op_symlink || op == op_link) {
+    const char *made = op == op_symlink || op == op_link ? l->dest : l->path;
+    if (l->res < 0 || made == NULL || made[0] != '/') { svcfs_cd_clear(); return; }
+    svcfs_cd_made(made);
+    if (op == op_mkdir && l->svcfs_after_n > 2 && l->svcfs_after[36] > 0) svcfs_cd_mark(made, l->svcfs_after[36], l->svcfs_after[37]);
+    return;
+  }
+  /* these change no names (unlink only takes one away: a made name that went is JavaScript's to answer) */
+  if (op == op_unlink || op == op_chmod || op == op_chown || op == op_truncate || op == op_ftruncate || op == op_utimens ||
+      op == op_setxattr || op == op_removexattr || op == op_open || op == op_fsyncdir) return;
+  svcfs_cd_clear();
 }
 
 /* (12) a changing operation ended (FUSE thread): empty the table; what it handed back goes in if nothing else changed meanwhile */
 static void svcfs_ac_end (fuse_thread_locals_t *l) {
   uint32_t n = l->svcfs_after_n;
+  svcfs_cd_after(l);
   l->svcfs_after_n = 0;
   uint64_t gen = svcfs_ac_invalidate();
   if (n == 0 || gen != l->svcfs_gen + 1 || l->res < 0 || l->path == NULL || l->path[0] != '/') return;
@@ -513,7 +647,7 @@ const edits = [
   ['FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  l->path = path;',
     'FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, size_t size), {\n  if (strncmp(name, "user.", 5) != 0) return -ENOTSUP;\n  l->path = path;'],
   // 10: the cache, its generation in the thread locals, the handler hooks
-  ['  uint32_t caller_umask;\n  napi_ref self;', '  uint32_t caller_umask;\n  napi_ref self;\n  uint64_t svcfs_gen;\n  uint32_t svcfs_after_n;\n  uint32_t svcfs_after[36];'],
+  ['  uint32_t caller_umask;\n  napi_ref self;', '  uint32_t caller_umask;\n  napi_ref self;\n  uint64_t svcfs_gen;\n  uint32_t svcfs_after_n;\n  uint32_t svcfs_after[54];'],
   ['// Methods\n\nFUSE_METHOD(statfs', `${ATTR_CACHE}\n// Methods\n\nFUSE_METHOD(statfs`],
   ['  blk\\\n  uv_async_send(&(l->async));\\\n  uv_sem_wait(&(l->sem));\\\n  return l->res;',
     '  blk\\\n  int svcfs_change = svcfs_ac_begin(op_##name, l);\\\n  uv_async_send(&(l->async));\\\n  uv_sem_wait(&(l->sem));\\\n  if (svcfs_change == 2) svcfs_ac_forget(l->path);\\\n  else if (svcfs_change) svcfs_ac_end(l);\\\n  else if (op_##name == op_getattr && l->res == -ENOENT && svcfs_neg_life_ns > 0 && l->path != NULL) svcfs_ac_add(l->svcfs_gen, l->path, NULL, NULL, 1);\\\n  return l->res;'],
@@ -530,7 +664,7 @@ const edits = [
   ['FUSE_METHOD_VOID(mkdir, 2, 0, (const char *path, mode_t mode), {\n  l->path = path;\n  l->mode = mode;\n}, {\n  napi_create_string_utf8(env, l->path, NAPI_AUTO_LENGTH, &(argv[2]));\n  napi_create_uint32(env, l->mode, &(argv[3]));\n})',
     'FUSE_METHOD(mkdir, 2, 1, (const char *path, mode_t mode), {\n  l->path = path;\n  l->mode = mode;\n}, {\n  napi_create_string_utf8(env, l->path, NAPI_AUTO_LENGTH, &(argv[2]));\n  napi_create_uint32(env, l->mode, &(argv[3]));\n}, {\n  svcfs_ac_after(env, argv[2], l);\n})'],
   ['FUSE_METHOD(getattr, 1, 1, (const char *path, struct stat *stat), {\n  l->path = path;',
-    'FUSE_METHOD(getattr, 1, 1, (const char *path, struct stat *stat), {\n  int svcfs_hit = path != NULL ? svcfs_ac_take(path, stat) : 0;\n  if (svcfs_hit) return svcfs_hit > 0 ? 0 : -ENOENT;\n  l->path = path;'],
+    'FUSE_METHOD(getattr, 1, 1, (const char *path, struct stat *stat), {\n  int svcfs_hit = path != NULL ? svcfs_ac_take(path, stat) : 0;\n  if (svcfs_hit) return svcfs_hit > 0 ? 0 : -ENOENT;\n  if (path != NULL && svcfs_cd_absent(path)) return -ENOENT;\n  l->path = path;'],
   ['      int err = l->readdir_filler((char *) l->buf, name, (struct stat *) &st, 0);',
     '      int err = l->readdir_filler((char *) l->buf, name, st.st_mode ? (struct stat *) &st : NULL, 0);\n      if (st.st_mode && l->path) svcfs_ac_put(l->svcfs_gen, l->path, name, stats_array);'],
   // the stats may come as one Uint32Array of 18 ints per name (no object per entry: 100,000 of them were ~10 MiB)

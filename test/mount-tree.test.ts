@@ -202,3 +202,64 @@ t.test('cp -r and rm -r: the lookup after each create and the directory checks b
   await sh(`python3 -c "import os; fd = os.open('${m2.mnt}/dst2/late', os.O_CREAT | os.O_EXCL | os.O_WRONLY); os.write(fd, b'ours'); os.close(fd)" || true`);
   t.equal((await s.client().getBuffer('test', 'dst2/late')).toString(), 'theirs', 'theirs is not overwritten');
 });
+
+t.test('a directory made here: lookups of names not made in it are answered in the FUSE thread, and only while its listing lives', async (t) => {
+  const s = await startServer(t);
+  const c = s.client();
+  const local = tmpDir('made');
+  t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
+  for (let i = 0; i < 50; i++) fs.writeFileSync(`${local}/f${i}`, `file ${i}\n`);
+  const errno = async (p: string) => (await sh(`python3 -c "
+import os, sys
+try:
+    os.stat(sys.argv[1]); print('found')
+except OSError as e:
+    print(os.strerror(e.errno))" '${p}'`)).trim();
+
+  // a long TTL: the kernel's check of the directory between files is answered in the FUSE thread
+  // too (patch 12), so what reaches JavaScript is the lookups of the new names
+  const long = await startMount(t, s, { options: ['cache_ttl=60'] });
+  const getattrs = async () => ((await long.status()).operations as Record<string, { count: number }>).getattr?.count ?? 0;
+  await sh(`mkdir ${long.mnt}/new`);
+  const g0 = await getattrs();
+  await sh(`cp -r ${local}/. ${long.mnt}/new/`);
+  const g1 = await getattrs();
+  // cp stats each name, then creates it with O_EXCL (another lookup): 100 lookups of new names
+  t.ok(g1 - g0 <= 5, `cp of 50 files into a directory made here: ${g1 - g0} getattr reached JavaScript (50 before)`);
+  t.equal(await sh(`cat ${long.mnt}/new/f7`), 'file 7\n', 'the files made are found');
+  t.equal((await c.listPage('test', { prefix: 'new/' })).contents.filter((o) => !o.key.endsWith('/')).length, 50, 'and in the bucket');
+  await long.stop();
+
+  // cache_ttl=2 (the helper's): the directory's listing lives 2 s, the addon's mark a little less
+  const m = await startMount(t, s);
+  const M = m.mnt;
+  await sh(`mkdir ${M}/new2`);
+  // names made by other operations than create
+  await sh(`ln -s f1 ${M}/new2/link && mkfifo ${M}/new2/fifo && mkdir ${M}/new2/sub`);
+  t.equal((await sh(`readlink ${M}/new2/link`)).trim(), 'f1', 'a symlink made there is found');
+  t.equal((await sh(`stat -c %F ${M}/new2/fifo ${M}/new2/sub`)).trim(), 'fifo\ndirectory', 'a fifo and a directory too');
+  t.equal(await errno(`${M}/new2/nothing`), 'No such file or directory', 'a name never made: ENOENT');
+  t.equal(await errno(`${M}/new2/sub/nothing`), 'No such file or directory', 'in the subdirectory made there too');
+
+  // names the store cannot hold are refused as JavaScript refuses them, not said to be absent
+  t.equal(await errno(`${M}/new2/${'n'.repeat(300)}`), 'File name too long', 'a name over 255 bytes');
+  let deep = `${M}/new2`;
+  for (let i = 0; i < 4; i++) {
+    deep += `/${String(i).repeat(200)}`;
+    await sh(`mkdir ${deep}`);
+  }
+  t.equal(await errno(`${deep}/${'k'.repeat(250)}`), 'File name too long', 'a path whose key would pass 1024 bytes');
+  t.equal(await errno(`${deep}/short`), 'No such file or directory', 'a shorter one there: absent');
+
+  // moved in: rename drops every mark
+  await sh(`echo moved > ${local}/m && cp ${local}/m ${M}/outside && mv ${M}/outside ${M}/new2/moved`);
+  t.equal(await sh(`cat ${M}/new2/moved`), 'moved\n', 'a file renamed into it is found at once');
+
+  // made by another client: invisible at most until the listing expires, as everywhere in the mount
+  await sh(`mkdir ${M}/other`);
+  await sh(`touch ${M}/other/mine`);
+  await c.put('test', 'other/theirs', 'theirs');
+  await sleep(2500);
+  t.equal(await errno(`${M}/other/theirs`), 'found', "another client's file shows once the directory's listing expired");
+  t.equal(await sh(`cat ${M}/other/theirs`), 'theirs');
+});

@@ -91,6 +91,11 @@ export class MetaCache {
     this.dirs.get(slash <= 0 ? '/' : path.slice(0, slash))?.entries.delete(path.slice(slash + 1));
   }
 
+  /** How many ms the listing of a directory stays (0: none). */
+  listingLeftMs(path: string): number {
+    return this.ttlMs > 0 && this.dirs.has(path) ? Math.max(0, this.dirs.getRemainingTTL(path)) : 0;
+  }
+
   listing(path: string): Listing | undefined {
     if (this.ttlMs <= 0) return undefined;
     const l = this.dirs.get(path);

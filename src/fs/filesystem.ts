@@ -8,7 +8,7 @@ import { Attr, AttrDefaults, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, STAT_INTS, isSpe
 import { MetaCache } from './cache';
 import { Caller, DIRECT_IO, HANDLE_LIMIT, KEEP_CACHE } from './caller';
 import { contentTypeFor } from './mime';
-import { DirTimes, checkName, newOwner, parentOf } from './posix';
+import { DirTimes, KEY_MAX, checkName, newOwner, parentOf } from './posix';
 import { E, fsError } from './errors';
 import { PageCacheKeeper, Reader, ReaderTuning, DEFAULT_TUNING } from './reader';
 import { Remote } from './remote';
@@ -33,6 +33,9 @@ const FUSE_ATTR_LIFE_MS = 20_000;
  * within the TTL is then read whole, not refused or cut at the old size.
  */
 const OPEN_CONFIRM_MS = 1000;
+
+/** the addon's mark of a directory made here ends this much before the directory's listing in the cache */
+const COMPLETE_MARGIN_MS = 250;
 
 export interface FsOptions {
   client: SvcClient;
@@ -261,6 +264,27 @@ export class SvcFs {
     const out = new Uint32Array(2 * STAT_INTS);
     if (self) writeStat(self, out, 0);
     if (parent) writeStat(parent, out, STAT_INTS);
+    return out;
+  }
+
+  /**
+   * mkdir's hand-back: afterChange's two blocks, then (patched fuse-native 17)
+   * how long the new directory's listing, empty, stays cached, and the
+   * longest path the store takes a key for: until then the addon answers
+   * lookups of names this mount did not make there ENOENT, as lookup would.
+   * Nothing when something is staged below the path (a file recovered from the
+   * journal is there for lookup, not in the listing).
+   */
+  afterMkdir(path: string): Uint32Array {
+    const out = new Uint32Array(3 * STAT_INTS);
+    const two = this.afterChange(path);
+    if (two) out.set(two);
+    // (the addon's mark ends a little before the listing, never after it)
+    const ms = this.cache.listingLeftMs(path) - COMPLETE_MARGIN_MS;
+    if (ms > 0 && !this.writer.hasBelow(path)) {
+      out[2 * STAT_INTS] = Math.min(ms, 0x7fffffff);
+      out[2 * STAT_INTS + 1] = KEY_MAX + 1 - Buffer.byteLength(this.key('/'));
+    }
     return out;
   }
 

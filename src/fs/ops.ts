@@ -102,7 +102,7 @@ export function operations(fs: SvcFs, log: Log, stats = new OpStats()): Record<s
     truncate: (path: string, size: number, cb: Cb) => run('truncate', path, cb, () => fs.truncate(path, size), () => []),
     ftruncate: (path: string, fd: number, size: number, cb: Cb) => run('ftruncate', path, cb, () => fs.ftruncate(fd, size), () => []),
     unlink: (path: string, cb: Cb) => run('unlink', path, cb, () => fs.unlink(path), () => [fs.afterChange(path)]),
-    mkdir: (path: string, mode: number, cb: Cb) => run('mkdir', path, cb, () => fs.mkdir(path, mode, caller()), () => [fs.afterChange(path)]),
+    mkdir: (path: string, mode: number, cb: Cb) => run('mkdir', path, cb, () => fs.mkdir(path, mode, caller()), () => [fs.afterMkdir(path)]),
     mknod: (path: string, mode: number, dev: number, cb: Cb) => run('mknod', path, cb, () => fs.mknod(path, mode, dev, caller()), () => []),
     link: (from: string, to: string, cb: Cb) => run('link', to, cb, () => fs.link(from, to), () => []),
     rmdir: (path: string, cb: Cb) => run('rmdir', path, cb, () => fs.rmdir(path), () => [fs.afterChange(path)]),

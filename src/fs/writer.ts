@@ -166,6 +166,12 @@ export class Writer {
     }
   }
 
+  /** Is anything staged below a directory? */
+  hasBelow(path: string): boolean {
+    for (const p of this.staged.keys()) if (p.startsWith(path + '/')) return true;
+    return false;
+  }
+
   /** Upload what is staged below a directory (before the directory is copied). */
   async settleBelow(path: string): Promise<void> {
     for (const [p, st] of this.staged) if (p.startsWith(path + '/')) await this.upload(st);
