@@ -30,23 +30,29 @@ const creds = { accessKeyId: 'BENCHKEY000000000001', secretAccessKey: 'e'.repeat
 const CLI = path.join(__dirname, '..', 'bin', 'svcfs.js');
 const have = (cmd) => { try { execFileSync('which', [cmd], { stdio: 'ignore' }); return true; } catch { return false; } };
 const sh = (cmd) => execFileSync('bash', ['-c', cmd], { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 28 }).toString();
+// `ls -l` started directly, its output discarded: no shell's start (a few ms) inside a 30 ms figure
+const lsl = (dir) => execFileSync('ls', ['-l', dir], { stdio: 'ignore' });
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 const now = () => Number(process.hrtime.bigint()) / 1e9;
 const mounted = (m) => fs.readFileSync('/proc/mounts', 'utf8').includes(` ${m} `);
 const log = (s) => process.stderr.write(`${s}\n`);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 /** fresh mounts for the workloads that take milliseconds (mount until ready, ls -l cold) */
-const SHORT_RUNS = 5;
+const SHORT_RUNS = 9;
 
 /**
- * The same start for each timed write of the big file: nothing dirty left from
- * an earlier step for the kernel to write back meanwhile, and the source in the
- * page cache (direct's put followed its creation, svcfs's a drop of the cache).
- * (The smaller file is read cold by every system: the cache is dropped after it
- * is made and after each write.)
+ * The same start for each timed write: nothing dirty left from an earlier step
+ * for the kernel to write back meanwhile, the page cache emptied, then the
+ * source read back into it. The emptying matters on a VM like this one: memory
+ * the page cache never used costs a fault into the host at its first touch
+ * (a 256 MiB cp into the mount, staging file and server blob both new: 1.1-1.5 s
+ * with the cache grown by earlier steps, 0.70-0.78 s after a drop, direct's PUT
+ * 0.71-0.80 s either way), so without it a write's time says more about what
+ * ran before it than about the system writing.
  */
 function settleFor(file) {
-  sh(`sync; cat ${file} > /dev/null`);
+  dropCaches();
+  sh(`cat ${file} > /dev/null`);
 }
 
 function dropCaches() {
@@ -226,6 +232,7 @@ async function main() {
 
     // direct
     log('direct (curl)');
+    settleFor(src);
     note('write', 'direct', await timed(() => direct.put(src, 'direct.bin')));
     dropCaches();
     let md5;
@@ -256,6 +263,7 @@ async function main() {
       let m = await mount(start, mnt);
       cleanup.push(() => unmount(m));
       const ready = [m.ready];
+      settleFor(src);
       note('write', sys, await timed(async () => {
         sh(`cp ${src} ${mnt}/${sys}.bin`);
         await until(`${sys}.bin in the bucket`, hasSize(client, `${sys}.bin`, opt.size * MiB));
@@ -276,12 +284,12 @@ async function main() {
         await unmount(m);
         m = await mount(start, mnt);
         ready.push(m.ready);
-        cold.push(await timed(() => sh(`ls -l ${mnt}/${sys}-small > /dev/null`)));
+        cold.push(await timed(() => lsl(`${mnt}/${sys}-small`)));
       }
       note('mount', sys, median(ready));
       note('lscold', sys, median(cold));
       const warm = [];
-      for (let i = 0; i < 3; i++) warm.push(await timed(() => sh(`ls -l ${mnt}/${sys}-small > /dev/null`)));
+      for (let i = 0; i < 3; i++) warm.push(await timed(() => lsl(`${mnt}/${sys}-small`)));
       note('lswarm', sys, Math.min(...warm));
       note('rm', sys, await timed(async () => {
         sh(`rm -r ${mnt}/${sys}-small`);
