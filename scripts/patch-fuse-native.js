@@ -92,6 +92,15 @@
 //     or `rsync` into a new directory. rename, rmdir, any operation of another
 //     kind that may change names, a name-making operation that failed, and
 //     Fuse.svcfsForget() drop all of them.
+// 18. Fuse.svcfsRecycle(fd, dropTo, writeFrom, writeTo): starts the write-back of
+//     a range of a staging file (sync_file_range, no wait) and drops the clean
+//     pages of [0, dropTo) from the page cache (posix_fadvise DONTNEED), for
+//     the parts of a big file already uploaded while it is written: the file
+//     then recycles a window of memory instead of taking its whole size, and
+//     the server's copy is not competing with it for fresh pages (a 2 GiB cp:
+//     8.2-9.9 s -> 6.7-7.2 s on this VM, where memory the page cache has not
+//     used lately faults into the host at first touch). What was dropped is
+//     read back from the disk when needed. Node has neither call.
 // (The tables of (10) and (17), the windows of (11) and the files of (14) are per process: one mount each.)
 'use strict';
 const fs = require('node:fs');
@@ -101,7 +110,7 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 20 */';
+const MARK = '/* svcfs patch 21 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
@@ -127,6 +136,8 @@ const jsEdits = [
   ["        fs.stat(path.join(self.mnt, '..'), (_, parent) => {\n", "        statNow(path.join(self.mnt, '..'), (_, parent) => {\n"],
   // (11) the read window, for the filesystem to call
   ['Fuse.EPERM = -1\n', 'Fuse.svcfsWindow = binding.fuse_native_svcfs_window\nFuse.svcfsForget = binding.fuse_native_svcfs_forget\nFuse.svcfsNegative = binding.fuse_native_svcfs_negative\n' +
+    'Fuse.svcfsWriteFile = binding.fuse_native_svcfs_write_file\nFuse.svcfsWritten = binding.fuse_native_svcfs_written\nFuse.svcfsOnWrites = binding.fuse_native_svcfs_on_writes\nFuse.svcfsRecycle = binding.fuse_native_svcfs_recycle\nFuse.EPERM = -1\n',
+    'Fuse.svcfsWindow = binding.fuse_native_svcfs_window\nFuse.svcfsForget = binding.fuse_native_svcfs_forget\nFuse.svcfsNegative = binding.fuse_native_svcfs_negative\n' +
     'Fuse.svcfsWriteFile = binding.fuse_native_svcfs_write_file\nFuse.svcfsWritten = binding.fuse_native_svcfs_written\nFuse.svcfsOnWrites = binding.fuse_native_svcfs_on_writes\nFuse.EPERM = -1\n',
     'Fuse.svcfsWindow = binding.fuse_native_svcfs_window\nFuse.svcfsForget = binding.fuse_native_svcfs_forget\nFuse.svcfsNegative = binding.fuse_native_svcfs_negative\nFuse.EPERM = -1\n',
     'Fuse.svcfsWindow = binding.fuse_native_svcfs_window\nFuse.svcfsForget = binding.fuse_native_svcfs_forget\nFuse.EPERM = -1\n',
@@ -535,6 +546,22 @@ static int svcfs_wf_write (uint64_t fh, const char *buf, size_t len, off_t offse
   return 1;
 }
 
+/* svcfs (18): the uploaded front of a big staging file leaves the page cache */
+NAPI_METHOD(fuse_native_svcfs_recycle) {
+  NAPI_ARGV(4)
+  int32_t fd = -1;
+  int64_t drop = 0, from = 0, to = 0;
+  napi_get_value_int32(env, argv[0], &fd);
+  napi_get_value_int64(env, argv[1], &drop);
+  napi_get_value_int64(env, argv[2], &from);
+  napi_get_value_int64(env, argv[3], &to);
+  if (fd >= 0) {
+    if (to > from && from >= 0) sync_file_range(fd, from, to - from, SYNC_FILE_RANGE_WRITE);
+    if (drop > 0) posix_fadvise(fd, 0, drop, POSIX_FADV_DONTNEED);
+  }
+  return NULL;
+}
+
 /* Fuse.svcfsWriteFile(fh, fd): true when the addon writes fh's data to (a copy of) fd now; fd -1: no more */
 NAPI_METHOD(fuse_native_svcfs_write_file) {
   NAPI_ARGV(2)
@@ -621,7 +648,7 @@ const edits = [
   ['// Methods\n\nFUSE_METHOD(statfs', `${READ_WINDOW}\n// Methods\n\nFUSE_METHOD(statfs`],
   ['FUSE_METHOD(read, 6, 2, (const char *path, char *buf, size_t len, off_t offset, struct fuse_file_info *info), {\n  l->path = path;',
     'FUSE_METHOD(read, 6, 2, (const char *path, char *buf, size_t len, off_t offset, struct fuse_file_info *info), {\n  if (info != NULL && svcfs_rw_take(info->fh, buf, len, offset)) return (int) len;\n  l->path = path;'],
-  ['  NAPI_EXPORT_FUNCTION(fuse_native_unmount)\n', '  NAPI_EXPORT_FUNCTION(fuse_native_unmount)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_window)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_forget)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_negative)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_write_file)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_written)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_on_writes)\n'],
+  ['  NAPI_EXPORT_FUNCTION(fuse_native_unmount)\n', '  NAPI_EXPORT_FUNCTION(fuse_native_unmount)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_window)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_forget)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_negative)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_write_file)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_written)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_on_writes)\n  NAPI_EXPORT_FUNCTION(fuse_native_svcfs_recycle)\n'],
   // 1 (and the reason the old patch, which only did this, may be present)
   ['FUSE_UINT64_TO_INTS_ARGV(l->atime, 5)', 'FUSE_UINT64_TO_INTS_ARGV(l->mtime, 5)'],
   // 2
@@ -683,7 +710,7 @@ for (const [from, to] of edits) {
   if (!text.includes(from)) throw new Error(`patch-fuse-native: fuse-native.c does not contain the expected text: ${from.slice(0, 60)}`);
   text = text.split(from).join(to);
 }
-text = `${MARK}\n${text.replace(/^\/\* svcfs patch \d+ \*\/\n/, '')}`;
+text = `${MARK}\n#define _GNU_SOURCE\n${text.replace(/^\/\* svcfs patch \d+ \*\/\n(#define _GNU_SOURCE\n)?/, '')}`;
 fs.writeFileSync(src, text);
 /** node-gyp: a copy beside us, else the one npm runs install scripts with, else npm's own. */
 function nodeGyp() {

@@ -72,6 +72,8 @@ export interface FsOptions {
   memoryLimit?: number;
   /** the addon writes a handle's data into its staging file itself (patched fuse-native: Fuse.svcfsWriteFile, offload.ts) */
   writeFiles?: WriteAddon;
+  /** staging files' uploaded fronts leave the page cache (patched fuse-native: Fuse.svcfsRecycle; Writer.recycle) */
+  recycle?: (fd: number, dropTo: number, writeFrom: number, writeTo: number) => void;
 }
 
 interface Handle {
@@ -134,6 +136,7 @@ export class SvcFs {
       conditional: o.conditional, wantProbes: o.wantProbes, upload: o.upload, budget: this.budget, treeChanged: o.forgetKnown,
       // pages of a file written here (write-through) hold what was uploaded: the next read may keep them
       uploaded: (path, etag) => this.pages.note(path, etag),
+      recycle: o.recycle,
     });
     if (o.writeFiles) this.offload = new WriteOffload(o.writeFiles, (st) => this.writer.touched(st));
     this.meta = new Metadata({

@@ -20,7 +20,7 @@ import { OpStats, operations } from './ops';
 
 // fuse-native ships no types
 // eslint-disable-next-line @typescript-eslint/no-var-requires
-const Fuse: (new (mnt: string, ops: object, opts: object) => FuseInstance) & { svcfsWindow?: (fd: number, start: number, data: Buffer | null) => void; svcfsForget?: () => void; svcfsNegative?: (ms: number) => void } & Partial<WriteAddon> = require('fuse-native');
+const Fuse: (new (mnt: string, ops: object, opts: object) => FuseInstance) & { svcfsWindow?: (fd: number, start: number, data: Buffer | null) => void; svcfsForget?: () => void; svcfsNegative?: (ms: number) => void; svcfsRecycle?: (fd: number, dropTo: number, writeFrom: number, writeTo: number) => void } & Partial<WriteAddon> = require('fuse-native');
 
 interface FuseInstance {
   mount(cb: (err: Error | null) => void): void;
@@ -188,6 +188,7 @@ export async function runMount(c: MountConfig): Promise<void> {
     readWindow: typeof Fuse.svcfsWindow === 'function' ? Fuse.svcfsWindow : undefined,
     forgetKnown: typeof Fuse.svcfsForget === 'function' ? Fuse.svcfsForget : undefined,
     writeFiles: typeof Fuse.svcfsWriteFile === 'function' ? (Fuse as WriteAddon) : undefined,
+    recycle: typeof Fuse.svcfsRecycle === 'function' ? Fuse.svcfsRecycle : undefined,
     memoryLimit: c.memoryLimitMiB ? c.memoryLimitMiB * 1024 * 1024 : undefined,
   });
   fsys.remote.probed = copyKeepsTags.then((keeps) => { fsys.remote.copyKeepsTags = keeps; });

@@ -50,6 +50,9 @@ export class Staged {
   private prefetching?: Promise<void>;
   /** parts of a new file sent while it is being written */
   streamer?: PartStreamer;
+  /** the staging file's front whose write-back was started, and the part of it dropped from the page cache (Writer.recycle) */
+  recycleStarted = 0;
+  recycleDropped = 0;
   /** the mtime the last write or truncation set (an mtime that differs was set explicitly) */
   wroteAt = 0;
   /** set while the FUSE addon writes some handles' data into the staging file (offload.ts) */

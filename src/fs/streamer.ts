@@ -40,6 +40,8 @@ export interface StreamerOptions {
   read: (into: Buffer, len: number, pos: number) => Promise<Buffer>;
   /** the multipart upload was created (its id is known) */
   started?: () => void;
+  /** every part below this byte offset went up (called as it grows) */
+  sentThrough?: (end: number) => void;
 }
 
 export class PartStreamer {
@@ -56,6 +58,8 @@ export class PartStreamer {
   failure?: unknown;
   /** parts sent and still valid */
   sent = 0;
+  /** parts below this one went up (an edit that reaches one later makes it go again, and changes nothing here) */
+  private through = 0;
 
   constructor(private readonly o: StreamerOptions) {}
 
@@ -123,6 +127,10 @@ export class PartStreamer {
         if (!s.stale) {
           this.etags[i] = etag;
           this.sent++;
+          if (i === this.through) {
+            while (this.etags[this.through]) this.through++;
+            this.o.sentThrough?.(Math.min(this.through * ps, this.size));
+          }
         }
       } catch (e) {
         this.failure ??= e; // close sends the rest, and reports a lasting failure

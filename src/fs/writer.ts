@@ -21,6 +21,9 @@ import { PartStreamer, withoutTimes } from './streamer';
 
 /** CopyObject's limit: a streamed object whose metadata must change afterwards is copied onto itself only up to this. */
 const MAX_COPY = 5 * 1024 ** 3;
+/** the uploaded front of a staging file is recycled in steps of this size (Writer.recycle) */
+const RECYCLE_STEP = 16 * 1024 * 1024;
+
 /** how long a file stays open being written before its journal record says so (Writer.noteOpenSoon) */
 export const OPEN_RECORD_MS = 1000;
 
@@ -48,6 +51,8 @@ export interface WriterOptions {
   treeChanged?: () => void;
   /** the object at path now holds exactly the bytes written through the mount (the kernel's pages for it) */
   uploaded?: (path: string, etag: string) => void;
+  /** write back [writeFrom, writeTo) of a staging file and drop [0, dropTo) from the page cache (patched fuse-native: Fuse.svcfsRecycle) */
+  recycle?: (fd: number, dropTo: number, writeFrom: number, writeTo: number) => void;
 }
 
 export interface WriterStats {
@@ -57,6 +62,8 @@ export interface WriterStats {
   uploads: number;
   /** parts sent while their files were still being written */
   streamedParts: number;
+  /** MiB of staging files dropped from the page cache once uploaded as parts */
+  recycledMiB: number;
   uploadErrors: number;
   lastUploadError?: string;
   conflicts: number;
@@ -73,6 +80,7 @@ export class Writer {
   private readonly log: Log;
   private uploads = 0;
   private streamedParts = 0;
+  private recycled = 0;
   private uploadErrors = 0;
   private lastUploadError?: string;
   private conflicts = 0;
@@ -201,9 +209,32 @@ export class Writer {
       create: { meta: withoutTimes(metaFromAttr(st.attr)), contentType: contentTypeFor(st.path) },
       // the multipart upload it starts is in the record at once, for a crash to abort
       started: () => { if (st.journaled !== 'pending' && st.streamer === s) this.note(st, 'open'); },
+      sentThrough: (end) => this.recycle(st, end),
     });
     st.streamer = s;
     s.wrote(0, 0, st.size);
+  }
+
+  /**
+   * The front of a big staging file that went up as parts while the file is
+   * written: its write-back starts, and the front started a step earlier
+   * (written back by now, mostly) leaves the page cache. A big file then
+   * holds a window of memory, not its size, and what was dropped is read back
+   * from the disk if needed (an edit of a part already sent, a read).
+   */
+  private recycle(st: Staged, end: number): void {
+    if (!this.o.recycle || end - st.recycleStarted < RECYCLE_STEP) return;
+    let fd: number;
+    try {
+      fd = st.source.fd;
+    } catch {
+      return; // closed meanwhile
+    }
+    const drop = st.recycleStarted;
+    this.o.recycle(fd, drop, drop, end);
+    this.recycled += drop - st.recycleDropped;
+    st.recycleDropped = drop;
+    st.recycleStarted = end;
   }
 
   /** Forget a staged file: its timer, its unfinished multipart upload, its journal record and bytes. */
@@ -560,7 +591,7 @@ export class Writer {
       }
     }
     return {
-      staged: this.staged.size, pendingUploads: pending, pendingBytes: bytes, uploads: this.uploads, streamedParts: this.streamedParts + streaming, uploadErrors: this.uploadErrors,
+      staged: this.staged.size, pendingUploads: pending, pendingBytes: bytes, uploads: this.uploads, streamedParts: this.streamedParts + streaming, recycledMiB: Math.round(this.recycled / (1024 * 1024)), uploadErrors: this.uploadErrors,
       lastUploadError: this.lastUploadError, conflicts: this.conflicts, recovered: this.recovered, writeBackSec: this.o.writeBackMs / 1000,
       conditionalWrites: this.mode === 'probing' ? 'probing the store' : describeMode(this.mode),
     };
