@@ -110,7 +110,7 @@ const { execFileSync } = require('node:child_process');
 const dir = path.join(__dirname, '..', 'node_modules', 'fuse-native');
 const src = path.join(dir, 'fuse-native.c');
 if (!fs.existsSync(src)) process.exit(0);
-const MARK = '/* svcfs patch 21 */';
+const MARK = '/* svcfs patch 22 */';
 const jsFile = path.join(dir, 'index.js');
 // (6, 7) plain JavaScript: no rebuild needed
 const jsEdits = [
@@ -312,7 +312,7 @@ NAPI_METHOD(fuse_native_svcfs_forget) {
 
 /* svcfs (17): directories this mount made (empty then), and the paths made in them since */
 #define SVCFS_CD_DIRS 64
-#define SVCFS_CD_NAMES_MAX 200000
+#define SVCFS_CD_NAMES_MAX 100000
 typedef struct svcfs_cd_name { struct svcfs_cd_name *next; char path[]; } svcfs_cd_name;
 typedef struct { char *path; uint64_t expires; uint32_t maxpath; } svcfs_cd_dir;
 static svcfs_cd_dir svcfs_cd[SVCFS_CD_DIRS];
@@ -385,8 +385,12 @@ static void svcfs_cd_mark (const char *path, uint32_t ms, uint32_t maxpath) {
   if (copy == NULL) return;
   memcpy(copy, path, n + 1);
   pthread_mutex_lock(&svcfs_cd_lock);
-  /* the same path's slot, else a free or expired one, else the one that ends first */
   uint64_t now = uv_hrtime();
+  /* no mark alive: the names made under the old ones go with them */
+  int alive = 0;
+  for (uint32_t i = 0; i < SVCFS_CD_DIRS && !alive; i++) alive = svcfs_cd[i].path != NULL && svcfs_cd[i].expires > now;
+  if (!alive && svcfs_cd_marked) svcfs_cd_clear_locked();
+  /* the same path's slot, else a free or expired one, else the one that ends first */
   svcfs_cd_dir *slot = NULL;
   for (uint32_t i = 0; i < SVCFS_CD_DIRS; i++) {
     svcfs_cd_dir *d = &svcfs_cd[i];
