@@ -203,9 +203,10 @@ t.test('cp -r and rm -r: the lookup after each create and the directory checks b
   t.equal((await s.client().getBuffer('test', 'dst2/late')).toString(), 'theirs', 'theirs is not overwritten');
 });
 
-t.test('a directory made here: lookups of names not made in it are answered in the FUSE thread, and only while its listing lives', async (t) => {
-  const s = await startServer(t);
+for (const backend of backendNames()) t.test(`a directory made here: lookups of names not made in it are answered in the FUSE thread, and only while its listing lives (${backend})`, async (t) => {
+  const s = await startBackend(t, backend);
   const c = s.client();
+  const B = s.bucket;
   const local = tmpDir('made');
   t.teardown(() => fs.rmSync(local, { recursive: true, force: true }));
   for (let i = 0; i < 50; i++) fs.writeFileSync(`${local}/f${i}`, `file ${i}\n`);
@@ -227,7 +228,7 @@ except OSError as e:
   // cp stats each name, then creates it with O_EXCL (another lookup): 100 lookups of new names
   t.ok(g1 - g0 <= 5, `cp of 50 files into a directory made here: ${g1 - g0} getattr reached JavaScript (50 before)`);
   t.equal(await sh(`cat ${long.mnt}/new/f7`), 'file 7\n', 'the files made are found');
-  t.equal((await c.listPage('test', { prefix: 'new/' })).contents.filter((o) => !o.key.endsWith('/')).length, 50, 'and in the bucket');
+  t.equal((await c.listPage(B, { prefix: 'new/' })).contents.filter((o) => !o.key.endsWith('/')).length, 50, 'and in the bucket');
   await long.stop();
 
   // cache_ttl=2 (the helper's): the directory's listing lives 2 s, the addon's mark a little less
@@ -243,13 +244,16 @@ except OSError as e:
 
   // names the store cannot hold are refused as JavaScript refuses them, not said to be absent
   t.equal(await errno(`${M}/new2/${'n'.repeat(300)}`), 'File name too long', 'a name over 255 bytes');
-  let deep = `${M}/new2`;
-  for (let i = 0; i < 4; i++) {
-    deep += `/${String(i).repeat(200)}`;
-    await sh(`mkdir ${deep}`);
+  // (the test cluster's RGW refuses keys of ~600 bytes already: a mkdir that deep is EIO there)
+  if (backend === 'serve') {
+    let deep = `${M}/new2`;
+    for (let i = 0; i < 4; i++) {
+      deep += `/${String(i).repeat(200)}`;
+      await sh(`mkdir ${deep}`);
+    }
+    t.equal(await errno(`${deep}/${'k'.repeat(250)}`), 'File name too long', 'a path whose key would pass 1024 bytes');
+    t.equal(await errno(`${deep}/short`), 'No such file or directory', 'a shorter one there: absent');
   }
-  t.equal(await errno(`${deep}/${'k'.repeat(250)}`), 'File name too long', 'a path whose key would pass 1024 bytes');
-  t.equal(await errno(`${deep}/short`), 'No such file or directory', 'a shorter one there: absent');
 
   // moved in: rename drops every mark
   await sh(`echo moved > ${local}/m && cp ${local}/m ${M}/outside && mv ${M}/outside ${M}/new2/moved`);
@@ -258,7 +262,7 @@ except OSError as e:
   // made by another client: invisible at most until the listing expires, as everywhere in the mount
   await sh(`mkdir ${M}/other`);
   await sh(`touch ${M}/other/mine`);
-  await c.put('test', 'other/theirs', 'theirs');
+  await c.put(B, 'other/theirs', 'theirs');
   await sleep(2500);
   t.equal(await errno(`${M}/other/theirs`), 'found', "another client's file shows once the directory's listing expired");
   t.equal(await sh(`cat ${M}/other/theirs`), 'theirs');
