@@ -137,16 +137,25 @@ export async function deleteObjects(ctx: Ctx): Promise<void> {
   }
   const deleted: XmlTree[] = [];
   const errors: XmlTree[] = [];
+  const valid: string[] = [];
   for (const key of keys) {
     if (key === '' || Buffer.byteLength(key, 'utf8') > ctx.cfg.maxKeyBytes) {
       errors.push({ Key: key, Code: key === '' ? 'InvalidArgument' : 'KeyTooLongError', Message: key === '' ? 'An object key is required' : 'Your key is too long' });
-      continue;
-    }
-    try {
-      ctx.store.dropBlobs(ctx.store.delete(ctx.bucket, key).map((s) => s.id));
-      if (!quiet) deleted.push({ Key: key });
-    } catch (e) {
-      errors.push({ Key: key, Code: 'InternalError', Message: (e as Error).message });
+    } else valid.push(key);
+  }
+  try {
+    // one transaction for the lot (a sync of the log per key made a batch slower than single DELETEs)
+    ctx.store.dropBlobs(ctx.store.deleteMany(ctx.bucket, valid).map((s) => s.id));
+    if (!quiet) for (const key of valid) deleted.push({ Key: key });
+  } catch {
+    // rolled back whole: key by key, so that each failure is told apart
+    for (const key of valid) {
+      try {
+        ctx.store.dropBlobs(ctx.store.delete(ctx.bucket, key).map((s) => s.id));
+        if (!quiet) deleted.push({ Key: key });
+      } catch (e) {
+        errors.push({ Key: key, Code: 'InternalError', Message: (e as Error).message });
+      }
     }
   }
   sendXml(ctx, 200, 'DeleteResult', { Deleted: deleted, Error: errors });

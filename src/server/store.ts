@@ -233,6 +233,14 @@ export class Store {
     })();
   }
 
+  /**
+   * Delete many keys in one transaction (batch delete): one commit, and so one
+   * sync of the log, for the lot instead of one per key. Returns the blobs to drop.
+   */
+  deleteMany(bucket: string, keys: string[]): Segment[] {
+    return this.db.transaction(() => keys.flatMap((k) => this.delete(bucket, k)))();
+  }
+
   setTags(bucket: string, key: string, tags: Array<[string, string]>): boolean {
     return this.st.setTags.run(JSON.stringify(tags), bucket, key).changes > 0;
   }
