@@ -2,8 +2,9 @@
 // application, and the data stays staged instead of being lost.
 import t from 'tap';
 import * as fs from 'node:fs';
-import { sh, sleep, startMount, stepper } from './helpers/mount';
+import { sh, shStatus, sleep, startMount, stepper } from './helpers/mount';
 import { startServer, tmpDir } from './helpers/server';
+import { startFaultProxy } from './helpers/faultproxy';
 
 t.test('a failed upload is an error from close, and nothing is lost', async (t) => {
   const s = await startServer(t);
@@ -98,4 +99,63 @@ except OSError as e:
   }
   t.ok(got && got.equals(want), 'uploaded in the background once the server is back, byte-exact');
   t.equal((await m.status()).pendingUploads, 0, 'nothing left pending');
+});
+
+t.test('an unlink answered before its DELETE: a delete the store refuses brings the file back, and fsync and rmdir of the directory say why', async (t) => {
+  const s = await startServer(t);
+  const c = s.client();
+  const proxy = await startFaultProxy(t, s.url, 0);
+  const m = await startMount(t, s, { endpoint: proxy.url });
+  const M = m.mnt;
+  const deletes = (req: { method?: string; url?: string }) => req.method === 'DELETE' || (req.method === 'POST' && /[?&]delete(=|&|$)/.test(req.url ?? ''));
+  const refuse = () => { proxy.refuse = (req) => (deletes(req) ? { status: 403, code: 'AccessDenied' } : undefined); };
+  await sh(`mkdir ${M}/d && cd ${M}/d && for i in $(seq 10 40); do echo "file $i" > f$i; done`);
+
+  // the first unlink in a directory waits for its DELETE: a refusal is rm's own error
+  refuse();
+  const first = await shStatus(`rm ${M}/d/f10`);
+  t.not(first.code, 0, 'rm fails');
+  t.match(first.stderr, /Permission denied/);
+  t.ok(await c.head('test', 'd/f10'), 'the object stays');
+  proxy.refuse = undefined;
+  await sh(`rm ${M}/d/f10`);
+
+  // once one went through, the next are answered first: their refusal comes later
+  refuse();
+  const before = proxy.refused;
+  await shStatus(`rm ${M}/d/f*`);
+  const fsync = await shStatus(`python3 -c "import os; os.fsync(os.open('${M}/d', os.O_RDONLY))"`);
+  t.not(fsync.code, 0, 'fsync of the directory fails once the deletes were refused');
+  t.match(fsync.stderr, /Permission denied/);
+  t.ok(proxy.refused > before, `deletes refused (${proxy.refused - before})`);
+  const st = await m.status();
+  t.ok(st.deletesBehind >= 1, `unlinks answered before their DELETE (${st.deletesBehind})`);
+  t.ok(st.deleteErrors >= 1, `failures counted (${st.deleteErrors})`);
+  t.equal(st.deletesPending, 0);
+  // nothing lost: every file is in the bucket with its bytes, and listed again
+  for (let i = 11; i <= 40; i++) t.equal((await c.getBuffer('test', `d/f${i}`)).toString(), `file ${i}\n`);
+  t.equal((await sh(`ls ${M}/d | wc -l`)).trim(), '30', 'listed again');
+  t.equal((await sh(`cat ${M}/d/f40`)), 'file 40\n', 'and readable');
+
+  // rmdir waits for the deletes below and says why the directory is not empty (once; then ENOTEMPTY)
+  proxy.refuse = undefined;
+  await sh(`mkdir ${M}/e && cd ${M}/e && for i in $(seq 10 40); do echo "file $i" > f$i; done && rm f10`);
+  refuse();
+  const rmdir = await shStatus(`python3 -c "
+import os
+for n in sorted(os.listdir('${M}/e')):
+    try: os.unlink('${M}/e/' + n)
+    except OSError: pass
+for i in range(2):
+    try: os.rmdir('${M}/e')
+    except OSError as e: print(e.strerror)
+"`);
+  t.same(rmdir.stdout.trim().split('\n'), ['Permission denied', 'Directory not empty'], 'rmdir: why, then not empty');
+  t.equal((await c.listPage('test', { prefix: 'e/f' })).contents.length, 30, 'every object still there');
+  t.equal((await sh(`ls ${M}/e | wc -l`)).trim(), '30');
+
+  proxy.refuse = undefined;
+  await sh(`rm -r ${M}/d ${M}/e`);
+  t.same((await c.listPage('test', {})).contents, [], 'removed once the store allows it');
+  t.equal((await m.status()).deletesPending, 0);
 });

@@ -99,6 +99,8 @@ export interface MountOpts {
   cacheTtl?: number;
   cacheDir?: string;
   nonEmpty: boolean;
+  /** every unlink waits for its DELETE (no delete-behind) */
+  syncUnlink: boolean;
   retryBudget?: number;
   writeBack?: number;
   /** MiB of buffers (read-ahead, upload parts) the mount may hold */
@@ -110,12 +112,12 @@ export interface MountOpts {
   passthrough: Record<string, string>;
 }
 
-const FLAGS = new Set(['allow_other', 'ro', 'rw', 'nonempty', '_netdev', 'auto', 'noauto', 'user', 'nouser', 'defaults', 'exec', 'noexec', 'suid', 'nosuid', 'dev', 'nodev', 'atime', 'noatime', 'relatime']);
+const FLAGS = new Set(['allow_other', 'ro', 'rw', 'nonempty', 'sync_unlink', '_netdev', 'auto', 'noauto', 'user', 'nouser', 'defaults', 'exec', 'noexec', 'suid', 'nosuid', 'dev', 'nodev', 'atime', 'noatime', 'relatime']);
 const PASSTHROUGH = new Set(['endpoint', 'region', 'dialect', 'profile', 'credentials', 'log_file', 'log_level', 'signature', 'ca']);
 
 /** `-o a,b=c` strings (repeatable) in the usual FUSE style. */
 export function parseMountOptions(list: string[]): MountOpts {
-  const o: MountOpts = { allowOther: false, readOnly: false, nonEmpty: false, conflictCheck: 'on', payloadHash: 'auto', passthrough: {} };
+  const o: MountOpts = { allowOther: false, readOnly: false, nonEmpty: false, syncUnlink: false, conflictCheck: 'on', payloadHash: 'auto', passthrough: {} };
   const int = (k: string, v: string, base = 10) => {
     const n = parseInt(v, base);
     if (!/^\d+$/.test(v) || Number.isNaN(n)) throw new UsageError(`-o ${k}= needs a number, got "${v}"`);
@@ -130,6 +132,7 @@ export function parseMountOptions(list: string[]): MountOpts {
       if (k === 'allow_other') o.allowOther = true;
       if (k === 'ro') o.readOnly = true;
       if (k === 'nonempty') o.nonEmpty = true;
+      if (k === 'sync_unlink') o.syncUnlink = true;
       continue;
     }
     switch (k) {

@@ -127,6 +127,8 @@ Mount options (-o): allow_other, ro, uid=N, gid=N, umask=022, cache_ttl=SECONDS 
   memory_limit=MIB (64: read-ahead and upload buffers together; the process stays near it plus ~90 MiB),
   conflict_check=on|head|off (on: conditional uploads; head: compare ETags first),
   payload_hash=auto|always|never (sign uploads with their SHA-256; auto: unless https or loopback), nonempty,
+  sync_unlink (each unlink waits for its own DELETE; by default an unlink in a directory where one went
+  through is answered first and its key sent in a batch; rmdir, fsync of the directory and unmount wait),
   and for mount(8)/fstab: endpoint=URL, region=R, dialect=svc|aws, profile=P, credentials=FILE, ca=FILE
 
 Config file (~/.config/svcfs/config, one [section] per profile), defaults that flags override:

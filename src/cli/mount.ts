@@ -83,7 +83,7 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
   await mounting().runMount({
     client, endpoint, bucket, prefix, mountpoint, readOnly: opts.readOnly, allowOther: opts.allowOther,
     uid: opts.uid ?? process.getuid!(), gid: opts.gid ?? process.getgid!(), umask: opts.umask ?? 0o022,
-    cacheTtlSec: opts.cacheTtl ?? 30, cacheDir: opts.cacheDir ?? cacheDir(), nonEmpty: opts.nonEmpty, log,
+    cacheTtlSec: opts.cacheTtl ?? 30, cacheDir: opts.cacheDir ?? cacheDir(), nonEmpty: opts.nonEmpty, syncUnlink: opts.syncUnlink, log,
     writeBackSec: opts.writeBack ?? 0, conflictCheck: opts.conflictCheck, memoryLimitMiB: opts.memoryLimit,
     codeCache: codeCacheStats,
     onReady: () => process.stdout.write(`mounted ${bucket}${prefix ? ':' + prefix : ''} at ${path.resolve(mountpoint)}\n`),
@@ -212,6 +212,7 @@ export async function statusCommand(mountpoint: string, o: { json?: boolean }): 
     `operations: ${opLine}${s.writesInFuseThread ? `; writes made in the FUSE thread ${s.writesInFuseThread}` : ''}`,
     `memory: ${s.memory.rssMiB} MiB resident (peak ${s.memory.peakRssMiB}); buffers ${(s.buffers.used / 1048576).toFixed(0)} of ${(s.buffers.limit / 1048576).toFixed(0)} MiB in use (peak ${(s.buffers.peak / 1048576).toFixed(0)}); streamed parts ${s.streamedParts}`,
     `open files ${s.openFiles}; pending uploads ${s.pendingUploads} (${s.pendingBytes} bytes); uploads ${s.uploads}, failed ${s.uploadErrors}${s.lastUploadError ? ` (last: ${s.lastUploadError})` : ''}`,
+    `deletes behind their unlink ${s.deletesBehind ?? 0} in ${s.deleteBatches ?? 0} batches, on their way ${s.deletesPending ?? 0}, failed ${s.deleteErrors ?? 0}`,
     `write-back ${s.writeBackSec ? `${s.writeBackSec}s` : 'off (upload on close)'}; conflicts kept ${s.conflicts}; revalidated ${s.revalidated}; recovered at start ${s.recovered}`,
     `conflict check: ${s.conditionalWrites}${s.copyKeepsTags === false ? '; the store drops tags when a copy replaces metadata: svcfs carries them over' : ''}`,
   ].join('\n') + '\n');

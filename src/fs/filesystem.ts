@@ -19,6 +19,7 @@ import { Staged } from './staged';
 import { WriteAddon, WriteOffload } from './offload';
 import { UploadTuning } from './uploader';
 import { MemoryBudget } from './budget';
+import { DeleteBehind, DeleteStats } from './deletes';
 
 /** Default bound of buffer memory: with Node's own ~90 MiB, the mount stays under 200 MiB resident. */
 export const DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024;
@@ -74,6 +75,8 @@ export interface FsOptions {
   writeFiles?: WriteAddon;
   /** staging files' uploaded fronts leave the page cache (patched fuse-native: Fuse.svcfsRecycle; Writer.recycle) */
   recycle?: (fd: number, dropTo: number, writeFrom: number, writeTo: number) => void;
+  /** every unlink waits for its own DELETE (-o sync_unlink; else deletes.ts) */
+  syncUnlink?: boolean;
 }
 
 interface Handle {
@@ -85,7 +88,7 @@ interface Handle {
   attr?: Attr;
 }
 
-export interface FsStats extends WriterStats {
+export interface FsStats extends WriterStats, DeleteStats {
   openFiles: number;
   /** writes the addon made into staging files without a hop here (offload.ts) */
   writesInFuseThread: number;
@@ -121,6 +124,8 @@ export class SvcFs {
   private readonly orphans = new Map<string, string>();
   private readonly budget: MemoryBudget;
   readonly offload?: WriteOffload;
+  /** unlinks whose DELETE is on its way (deletes.ts) */
+  private readonly deletes: DeleteBehind;
 
   constructor(private readonly o: FsOptions) {
     this.client = o.client;
@@ -139,6 +144,14 @@ export class SvcFs {
       recycle: o.recycle,
     });
     if (o.writeFiles) this.offload = new WriteOffload(o.writeFiles, (st) => this.writer.touched(st));
+    this.deletes = new DeleteBehind({
+      client: o.client, bucket: o.bucket, log: o.log, enabled: !o.syncUnlink,
+      failed: (path) => {
+        this.cache.invalidate(path);
+        this.cache.invalidateParent(path);
+        o.forgetKnown?.();
+      },
+    });
     this.meta = new Metadata({
       client: o.client, bucket: o.bucket, remote: this.remote, cache: this.cache, writer: this.writer, dirTimes: this.dirTimes,
       getattr: (p) => this.getattr(p), writable: () => this.writable(), changing: (p) => this.changing(p), setRoot: (a) => { this.root = a; },
@@ -171,9 +184,12 @@ export class SvcFs {
     if (path === '/' && this.root) return this.root;
     const st = this.writer.get(path);
     if (st) return this.stagedAttr(st);
+    if (this.deletes.size && this.deletes.has(this.key(path))) return null;
     const cached = this.cache.get(path);
     if (cached?.partial) return this.complete(path, cached);
     if (cached !== undefined) return cached;
+    // (a directory is there while keys below it are)
+    if (this.deletes.size) await this.deletes.settledBelow(this.remote.dirKey(path));
     const a = (await this.revalidate(path)) ?? (await this.remote.stat(path));
     if (a) this.cache.set(path, a);
     else this.cache.setMissing(path);
@@ -297,6 +313,7 @@ export class SvcFs {
       const a = await this.lookup(path);
       if (!a) throw fsError(E.ENOENT);
       if (a.kind !== 'dir') throw fsError(E.ENOTDIR);
+      await this.deletes.settledBelow(this.remote.dirKey(path));
       entries = await this.remote.list(path);
       this.cache.setListing(path, entries);
       // `ls -l` asks for each entry next: complete what the listing left partial ahead of it (bounded)
@@ -425,6 +442,8 @@ export class SvcFs {
     const now = Date.now();
     const owner = newOwner(await this.parentAttr(path), who, S_IFREG | (mode & 0o7777));
     const attr: Attr = { kind: 'file', ...owner, size: 0, mtime: now, ctime: now, meta: {}, fromMeta: true };
+    // (its upload must not meet a DELETE of the name's last object still on the way)
+    await this.deletes.settled(this.key(path));
     const st = await this.writer.create(path, attr);
     st.refs++;
     this.born(path);
@@ -513,7 +532,7 @@ export class SvcFs {
     // open for reading: the object stays (hidden) until the last reader closes, as an unlinked inode does
     this.pages.forget(path);
     if (this.readersOf(path).length) this.orphans.set(path, this.key(path));
-    else await this.client.delete(this.o.bucket, this.key(path));
+    else await this.deletes.remove(path, this.key(path));
     this.cache.setMissing(path);
     this.links.delete(path);
     this.dirTimes.touch(parentOf(path));
@@ -528,6 +547,7 @@ export class SvcFs {
     const owner = newOwner(await this.parentAttr(path), who, S_IFDIR | (mode & 0o7777));
     const attr: Attr = { kind: 'dir', ...owner, size: 4096, mtime: now, ctime: now, meta: {}, fromMeta: true };
     const meta = metaFromAttr(attr);
+    await this.deletes.settled(this.key(path));
     const etag = await this.client.put(this.o.bucket, this.remote.dirKey(path), Buffer.alloc(0), { meta, contentType: 'application/x-directory' });
     this.dirTimes.forget(path);
     this.born(path);
@@ -552,6 +572,7 @@ export class SvcFs {
     const special = isSpecialType(type);
     const attr: Attr = { kind: special ? 'special' : 'file', ...owner, size: 0, mtime: now, ctime: now, rdev: special ? rdev : undefined, meta: {}, fromMeta: true };
     const meta = metaFromAttr(attr);
+    await this.deletes.settled(this.key(path));
     const etag = await this.client.put(this.o.bucket, this.key(path), Buffer.alloc(0), { meta, contentType: special ? 'application/octet-stream' : contentTypeFor(path) });
     this.born(path);
     this.cache.set(path, { ...attr, meta, etag });
@@ -571,7 +592,10 @@ export class SvcFs {
     if (path === '/') throw fsError(E.EBUSY);
     const a = await this.getattr(path);
     if (a.kind !== 'dir') throw fsError(E.ENOTDIR);
-    if (this.writer.hasStagedBelow(path) || (await this.remote.hasChildren(path))) throw fsError(E.ENOTEMPTY);
+    await this.deletes.settledBelow(this.remote.dirKey(path));
+    // a delete that failed after its unlink was answered left the file there: say why (once)
+    const failed = this.deletes.takeFailure(path);
+    if (this.writer.hasStagedBelow(path) || (await this.remote.hasChildren(path))) throw failed ?? fsError(E.ENOTEMPTY);
     await this.client.delete(this.o.bucket, this.remote.dirKey(path));
     this.cache.invalidate(path, true);
     this.cache.setMissing(path);
@@ -587,6 +611,9 @@ export class SvcFs {
     const a = await this.getattr(from);
     const b = await this.lookup(to);
     checkName(to, this.key(to) + (a.kind === 'dir' ? '/' : ''));
+    // (nothing the rename writes may meet a DELETE still on its way)
+    await this.deletes.settled(this.key(to));
+    if (a.kind === 'dir') await Promise.all([this.deletes.settledBelow(this.remote.dirKey(from)), this.deletes.settledBelow(this.remote.dirKey(to))]);
     this.born(to);
     this.dirTimes.touch(parentOf(from));
     if (a.kind === 'dir') {
@@ -635,6 +662,13 @@ export class SvcFs {
     }
   }
 
+  /** fsync(2) of a directory: the deletes below it have landed; what failed (once) is the answer. */
+  async fsyncdir(path: string): Promise<void> {
+    await this.deletes.settledBelow(this.remote.dirKey(path));
+    const failed = this.deletes.takeFailure(path);
+    if (failed) throw failed;
+  }
+
   // ---- symlinks ----
 
   async symlink(target: string, path: string, who: Caller): Promise<void> {
@@ -645,6 +679,7 @@ export class SvcFs {
     const owner = newOwner(await this.parentAttr(path), who, S_IFLNK | 0o777);
     const attr: Attr = { kind: 'symlink', ...owner, size: Buffer.byteLength(target), mtime: now, ctime: now, meta: {}, fromMeta: true };
     const meta = metaFromAttr(attr);
+    await this.deletes.settled(this.key(path));
     const etag = await this.client.put(this.o.bucket, this.key(path), target, { meta, contentType: 'application/octet-stream' });
     this.born(path);
     this.cache.set(path, { ...attr, meta, etag });
@@ -664,15 +699,21 @@ export class SvcFs {
   // ---- state ----
 
   stats(): FsStats {
-    return { openFiles: this.handles.size, writesInFuseThread: this.offload?.writes ?? 0, revalidated: this.revalidated, copyKeepsTags: this.remote.copyKeepsTags, buffers: this.budget.stats(), ...this.writer.stats() };
+    return {
+      openFiles: this.handles.size, writesInFuseThread: this.offload?.writes ?? 0, revalidated: this.revalidated, copyKeepsTags: this.remote.copyKeepsTags,
+      buffers: this.budget.stats(), ...this.writer.stats(), ...this.deletes.stats(),
+    };
   }
 
   recover(): Promise<number> {
     return this.writer.recover();
   }
 
-  flushAll(onProgress?: (left: number) => void): Promise<string[]> {
-    return this.writer.flushAll(onProgress);
+  /** Everything pending goes to the bucket (the unmount): uploads, then deletes. Returns the paths whose upload failed. */
+  async flushAll(onProgress?: (left: number) => void): Promise<string[]> {
+    const failed = await this.writer.flushAll(onProgress);
+    await this.deletes.settledBelow('');
+    return failed;
   }
 
 

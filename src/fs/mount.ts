@@ -48,6 +48,8 @@ export interface MountConfig {
   memoryLimitMiB?: number;
   /** allow mounting over a non-empty directory */
   nonEmpty: boolean;
+  /** every unlink waits for its own DELETE (else deletes.ts: answered first, sent in batches) */
+  syncUnlink?: boolean;
   log: Log;
   /** called once the mount is up (daemon mode tells its parent) */
   onReady?: () => void;
@@ -189,7 +191,7 @@ export async function runMount(c: MountConfig): Promise<void> {
     forgetKnown: typeof Fuse.svcfsForget === 'function' ? Fuse.svcfsForget : undefined,
     writeFiles: typeof Fuse.svcfsWriteFile === 'function' ? (Fuse as WriteAddon) : undefined,
     recycle: typeof Fuse.svcfsRecycle === 'function' ? Fuse.svcfsRecycle : undefined,
-    memoryLimit: c.memoryLimitMiB ? c.memoryLimitMiB * 1024 * 1024 : undefined,
+    memoryLimit: c.memoryLimitMiB ? c.memoryLimitMiB * 1024 * 1024 : undefined, syncUnlink: c.syncUnlink,
   });
   fsys.remote.probed = copyKeepsTags.then((keeps) => { fsys.remote.copyKeepsTags = keeps; });
   // Staged files a crash left behind are served and uploaded before the bucket's versions of those paths.

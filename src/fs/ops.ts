@@ -98,6 +98,7 @@ export function operations(fs: SvcFs, log: Log, stats = new OpStats()): Record<s
     write: (path: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => io('write', path, cb, () => fs.write(fd, buf, len, pos)),
     flush: (path: string, fd: number, cb: Cb) => run('flush', path, cb, () => fs.flush(fd), () => []),
     fsync: (path: string, _datasync: boolean, fd: number, cb: Cb) => run('fsync', path, cb, () => fs.flush(fd), () => []),
+    fsyncdir: (path: string, _datasync: boolean, _fd: number, cb: Cb) => run('fsyncdir', path, cb, () => fs.fsyncdir(path), () => []),
     release: (path: string, fd: number, cb: Cb) => run('release', path, cb, () => fs.release(fd), () => []),
     truncate: (path: string, size: number, cb: Cb) => run('truncate', path, cb, () => fs.truncate(path, size), () => []),
     ftruncate: (path: string, fd: number, size: number, cb: Cb) => run('ftruncate', path, cb, () => fs.ftruncate(fd, size), () => []),

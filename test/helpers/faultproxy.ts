@@ -1,7 +1,8 @@
 // A fault-injecting HTTP proxy for the tests, between the mount and the
 // server: it answers 500 or 503, resets connections in the middle of request
 // bodies (multipart parts included), cuts responses in the middle of their
-// bodies, or delays, at random with a given rate; otherwise it forwards.
+// bodies, or delays, at random with a given rate; or refuses the requests a
+// test picks with the error it names; otherwise it forwards.
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -16,6 +17,10 @@ export interface FaultProxy {
   down: boolean;
   /** when set, a request is held this many milliseconds before it is forwarded (0: not held) */
   delayOf?: (req: http.IncomingMessage) => number;
+  /** when set, a request it names an error for gets that error (e.g. 403 AccessDenied) instead of being forwarded */
+  refuse?: (req: http.IncomingMessage) => { status: number; code: string } | undefined;
+  /** requests refused that way */
+  refused: number;
   counts: Record<Fault | 'forwarded', number>;
   close(): Promise<void>;
 }
@@ -27,7 +32,7 @@ interface Tap {
 export async function startFaultProxy(t: Tap, target: string, rate: number): Promise<FaultProxy> {
   const up = new URL(target);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const p: FaultProxy = { url: '', rate, down: false, counts: { status500: 0, status503: 0, resetRequest: 0, cutResponse: 0, delay: 0, forwarded: 0 }, close: async () => undefined };
+  const p: FaultProxy = { url: '', rate, down: false, refused: 0, counts: { status500: 0, status503: 0, resetRequest: 0, cutResponse: 0, delay: 0, forwarded: 0 }, close: async () => undefined };
   const xmlError = (code: string) => `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>injected by the test proxy</Message></Error>`;
 
   const forward = (req: http.IncomingMessage, res: http.ServerResponse, cut: boolean) => {
@@ -56,6 +61,16 @@ export async function startFaultProxy(t: Tap, target: string, rate: number): Pro
   const server = http.createServer((req, res) => {
     if (p.down) {
       req.socket.destroy();
+      return;
+    }
+    const no = p.refuse?.(req);
+    if (no) {
+      p.refused++;
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(no.status, { 'content-type': 'application/xml' });
+        res.end(req.method === 'HEAD' ? undefined : xmlError(no.code));
+      });
       return;
     }
     const held = p.delayOf?.(req) ?? 0;
