@@ -217,6 +217,8 @@ print(' '.join(map(str, sizes)))
     const hops = (await reads()) - r0;
     // (~6 per 8 MiB chunk: the first reads of each, which arrive before it is fetched; all 193 without the window)
     t.ok(hops > 0 && hops < data.length / 131072 / 2, `${hops} of ~${Math.ceil(data.length / 131072)} reads of 128 KiB reached JavaScript`);
+    const direct = (await m.status()).directGets as { sent: number; opened: number } | null;
+    t.ok(direct && direct.sent >= 3 && direct.opened <= direct.sent, `the chunks' GETs were read in place (${JSON.stringify(direct)})`);
     // another object (the first one's pages are cached now): jumps back and forth, across chunk
     // boundaries and to the end; every range has the object's bytes
     await c.put(B, 'windowed2.bin', data);

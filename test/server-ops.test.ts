@@ -68,6 +68,15 @@ t.test('HTTPS: serve with --tls-cert/--tls-key; curl, the client and a mount tru
   t.teardown(() => c.close());
   await c.put('test', 'secure.txt', 'over TLS');
   t.equal((await c.getBuffer('test', 'secure.txt')).toString(), 'over TLS', 'the client with the CA');
+  const into = Buffer.alloc(3);
+  await c.getRangeInto('test', 'secure.txt', 5, 7, into);
+  await c.getRangeInto('test', 'secure.txt', 0, 2, into.subarray(0, 3));
+  t.equal(into.toString(), 'ove', 'ranges read in place over TLS');
+  t.same(c.directGets(), { opened: 1, sent: 2 }, 'on one kept-alive TLS connection');
+  const untrusting = new SvcClient({ endpoint: s.url, credentials: ADMIN, maxAttempts: 3 });
+  t.teardown(() => untrusting.close());
+  await t.rejects(untrusting.getRangeInto('test', 'secure.txt', 0, 2, into), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' }, 'without the CA: refused');
+  t.equal(untrusting.retries, 0, 'and not retried');
   const curl = await sh(`curl -sf --cacert ${dir}/cert.pem --aws-sigv4 svc:svc:us-east-1:s3 --user ${ADMIN.accessKeyId}:${ADMIN.secretAccessKey} ${s.url}/test/secure.txt`);
   t.equal(curl, 'over TLS', 'curl with --cacert');
   const plain = await shStatus(`curl -sf --aws-sigv4 svc:svc:us-east-1:s3 --user ${ADMIN.accessKeyId}:${ADMIN.secretAccessKey} ${s.url}/test/secure.txt`);

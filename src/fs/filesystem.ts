@@ -715,7 +715,4 @@ export class SvcFs {
     await this.deletes.settledBelow('');
     return failed;
   }
-
-
-
 }

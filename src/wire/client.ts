@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import { Readable } from 'node:stream';
 import * as tls from 'node:tls';
 import type { Agent as UndiciAgent, Dispatcher } from 'undici';
+import { DirectGets, UnsupportedResponse } from './bodyinto';
 import { Dialect, SVC, UNSIGNED_PAYLOAD, EMPTY_SHA256 } from './dialect';
 import { SvcError } from './errors';
 import { decodeHeaderText, encodeHeaderText, utf8FromLatin1 } from './headertext';
@@ -31,6 +32,8 @@ export interface ClientOptions {
   headersTimeoutMs?: number;
   bodyTimeoutMs?: number;
   dispatcher?: Dispatcher;
+  /** ranged GETs into a buffer over connections of their own, the body read in place (see bodyinto.ts); default on unless a dispatcher is given */
+  directGets?: boolean;
   /** called once per HTTP request sent, with the operation's name */
   onRequest?: (op: string) => void;
   /** called before each retry */
@@ -272,6 +275,8 @@ export class SvcClient {
   /** upload bodies go with UNSIGNED-PAYLOAD (see ClientOptions.payloadHash) */
   readonly unsignedUploads: boolean;
   private readonly retrySlots: Slots;
+  /** undefined: ranged GETs go through undici (off, or the store's responses do not suit) */
+  private direct?: DirectGets;
 
   constructor(readonly opts: ClientOptions) {
     this.dialect = opts.dialect ?? SVC;
@@ -288,9 +293,19 @@ export class SvcClient {
       bodyTimeout: opts.bodyTimeoutMs ?? 60_000,
       ...(opts.ca ? { connect: { ca: [...tls.rootCertificates, opts.ca.toString()] } } : {}),
     });
+    if ((opts.directGets ?? !opts.dispatcher) && /^https?:$/.test(this.base.protocol)) {
+      this.direct = new DirectGets(this.base, { ca: opts.ca, headersTimeoutMs: opts.headersTimeoutMs ?? 60_000, bodyTimeoutMs: opts.bodyTimeoutMs ?? 60_000,
+        maxSockets: Math.max(1, Math.floor((opts.connections ?? 32) / 2)) });
+    }
+  }
+
+  /** Ranged GETs read in place: connections opened and requests sent (undefined: off, or given up for undici). */
+  directGets(): { opened: number; sent: number } | undefined {
+    return this.direct && { opened: this.direct.opened, sent: this.direct.sent };
   }
 
   async close(): Promise<void> {
+    this.direct?.close();
     if (this.ownDispatcher) await this.dispatcher.close();
   }
 
@@ -437,11 +452,11 @@ export class SvcClient {
   }
 
   /**
-   * GET of bytes start..end (inclusive) straight into `into`: each chunk the
-   * socket delivers is copied to its place as it comes, with no stream in
-   * between. undici's Readable and an async iterator over it were most of the
-   * CPU of a cold read, and slowest in a fresh mount, while the JIT warms up.
-   * A body shorter or longer than the range is an error (retried like a reset).
+   * GET of bytes start..end (inclusive) straight into `into`: read there by
+   * the socket itself (DirectGets), or through undici with each chunk copied to
+   * its place as it comes, with no stream in between (undici's Readable and an
+   * async iterator over it were most of the CPU of a cold read). A body
+   * shorter or longer than the range is an error (retried like a reset).
    */
   async getRangeInto(bucket: string, key: string, start: number, end: number, into: Buffer, o: { ifMatch?: string } = {}): Promise<void> {
     const headers: Record<string, string> = { range: `bytes=${start}-${end}` };
@@ -449,8 +464,18 @@ export class SvcClient {
     const so: SendOptions = { op: 'get', method: 'GET', bucket, key, headers };
     const want = end - start + 1;
     await this.retrying(so, async (attempt) => {
-      const { url, path, signed } = this.prepare(so);
-      const r = await receiveInto(this.dispatcher, { origin: url.origin, path: path + url.search, method: 'GET', headers: signed, reset: false }, into.subarray(0, want));
+      let { url, path, signed } = this.prepare(so);
+      const direct = this.direct?.get(path + url.search, signed, into.subarray(0, want));
+      let r: { status: number; headers: Record<string, string>; received: number; text: string } | undefined;
+      try {
+        r = await direct;
+      } catch (e) {
+        if (!(e instanceof UnsupportedResponse)) throw e;
+        // (a store that sends ranges chunked: undici from now on)
+        this.direct = undefined;
+        ({ url, path, signed } = this.prepare(so));
+      }
+      r ??= await receiveInto(this.dispatcher, { origin: url.origin, path: path + url.search, method: 'GET', headers: signed, reset: false }, into.subarray(0, want));
       if (r.status < 200 || r.status >= 300) throw this.failure(r.status, r.text, r.headers, attempt);
       if (r.received !== want) throw new ShortBodyError(`${r.received} of ${want} bytes`);
     });
