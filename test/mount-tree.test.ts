@@ -83,6 +83,26 @@ for n in [' sp', 'sp ', 'c\\x01c']: os.unlink(n)"`);
     t.same(await keysUnder(c, B, 'again/'), []);
   });
 
+  // The root's own entry expired while a listing of the root fetched later still lived: the cache
+  // read the root as a missing entry of its own listing, and every path through the mount answered
+  // ENOENT until that listing expired (found by hand: `cd` into the mount failed mid-session).
+  t.test('the mount root stays when its attributes expire before a later listing of it', async (t) => {
+    const r = await startMount(t, b);
+    await sleep(2200); // what the mount's start cached (cache_ttl 2 s, the kernel's too) has expired
+    await sh(`stat ${r.mnt} > /dev/null`); // the root's attributes, cached at T
+    await sleep(1000);
+    await sh(`ls ${r.mnt} > /dev/null`); // its listing, cached at T + 1 s
+    await sleep(1100);
+    const failures: string[] = [];
+    // from T + 2.1 s to T + 3.5 s: the root's attributes expired, its listing not yet
+    for (let i = 0; i < 14; i++) {
+      const st = await shStatus(`stat ${r.mnt} > /dev/null && ls ${r.mnt} > /dev/null`);
+      if (st.code !== 0) failures.push(st.stderr.trim());
+      await sleep(100);
+    }
+    t.same(failures, [], 'stat and ls of the mount root never fail');
+  });
+
   t.test('an empty directory survives a remount', async (t) => {
     await sh(`mkdir ${M}/kept`);
     const m2 = await startMount(t, b);

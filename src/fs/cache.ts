@@ -12,6 +12,18 @@ export interface Listing {
 
 type Entry = { attr: Attr | null };
 
+/**
+ * The directory whose listing answers for a path, and the path's name there.
+ * None for the root: it is no entry of any listing (taken for one of its own,
+ * an expired entry of '/' read as "missing" from the root's listing, and the
+ * whole mount vanished until that listing expired).
+ */
+function placeOf(path: string): { dir: string; name: string } | undefined {
+  if (path === '/') return undefined;
+  const slash = path.lastIndexOf('/');
+  return { dir: slash <= 0 ? '/' : path.slice(0, slash), name: path.slice(slash + 1) };
+}
+
 export class MetaCache {
   private readonly attrs: LRUCache<string, Entry>;
   private readonly dirs: LRUCache<string, Listing>;
@@ -41,19 +53,17 @@ export class MetaCache {
   fresh(path: string, ms: number): Attr | undefined {
     if (this.ttlMs <= 0) return undefined;
     if (this.attrs.has(path)) return this.attrs.getRemainingTTL(path) < ms ? undefined : this.attrs.get(path)?.attr ?? undefined;
-    const slash = path.lastIndexOf('/');
-    const parent = slash <= 0 ? '/' : path.slice(0, slash);
-    if (this.dirs.getRemainingTTL(parent) < ms) return undefined;
-    return this.dirs.get(parent)?.entries.get(path.slice(slash + 1));
+    const at = placeOf(path);
+    if (!at || this.dirs.getRemainingTTL(at.dir) < ms) return undefined;
+    return this.dirs.get(at.dir)?.entries.get(at.name);
   }
 
   /** How long ago the cached attributes of a path (its own entry, else its directory's listing) came in; undefined when none are. */
   age(path: string): number | undefined {
     if (this.ttlMs <= 0) return undefined;
     if (this.attrs.has(path)) return this.ttlMs - this.attrs.getRemainingTTL(path);
-    const slash = path.lastIndexOf('/');
-    const parent = slash <= 0 ? '/' : path.slice(0, slash);
-    return this.dirs.has(parent) ? this.ttlMs - this.dirs.getRemainingTTL(parent) : undefined;
+    const at = placeOf(path);
+    return at && this.dirs.has(at.dir) ? this.ttlMs - this.dirs.getRemainingTTL(at.dir) : undefined;
   }
 
   /** undefined: unknown; null: known not to exist; else the attributes. */
@@ -65,12 +75,11 @@ export class MetaCache {
       return e.attr;
     }
     // a fresh listing of the parent knows every child, and so what is absent
-    const slash = path.lastIndexOf('/');
-    const parent = slash <= 0 ? '/' : path.slice(0, slash);
-    const l = this.dirs.get(parent);
-    if (l) {
+    const at = placeOf(path);
+    const l = at && this.dirs.get(at.dir);
+    if (at && l) {
       this.hits++;
-      return l.entries.get(path.slice(slash + 1)) ?? null;
+      return l.entries.get(at.name) ?? null;
     }
     this.misses++;
     return undefined;
@@ -79,16 +88,15 @@ export class MetaCache {
   set(path: string, attr: Attr): void {
     this.known.set(path, attr);
     if (this.ttlMs > 0) this.attrs.set(path, { attr });
-    const slash = path.lastIndexOf('/');
-    const l = this.dirs.get(slash <= 0 ? '/' : path.slice(0, slash), { allowStale: false });
-    l?.entries.set(path.slice(slash + 1), attr);
+    const at = placeOf(path);
+    if (at) this.dirs.get(at.dir, { allowStale: false })?.entries.set(at.name, attr);
   }
 
   setMissing(path: string): void {
     this.known.delete(path);
     if (this.ttlMs > 0) this.attrs.set(path, { attr: null }, { ttl: this.negativeTtlMs });
-    const slash = path.lastIndexOf('/');
-    this.dirs.get(slash <= 0 ? '/' : path.slice(0, slash))?.entries.delete(path.slice(slash + 1));
+    const at = placeOf(path);
+    if (at) this.dirs.get(at.dir)?.entries.delete(at.name);
   }
 
   /** How many ms the listing of a directory stays (0: none). */
@@ -137,7 +145,7 @@ export class MetaCache {
 
   /** Drop the parent's listing (its set of children changed in a way not applied here). */
   invalidateParent(path: string): void {
-    const slash = path.lastIndexOf('/');
-    this.dirs.delete(slash <= 0 ? '/' : path.slice(0, slash));
+    const at = placeOf(path);
+    if (at) this.dirs.delete(at.dir);
   }
 }
