@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up (scripts/setup.sh), install what the tests drive besides svcfs (Ceph's
 # RADOS Gateway, rclone, s3fs, boto3; the tools to build pjdfstest; LibreOffice
-# and GLib's gio), boot a throwaway Ceph cluster for the mount suites' second
+# and GLib's gio; libfaketime, to run a process with its clock off), boot a
+# throwaway Ceph cluster for the mount suites' second
 # backend, then run every test with tap. The last line is `N passed, N failed`
 # (assertions).
 set -uo pipefail
@@ -23,7 +24,7 @@ install_missing() {
   [ -n "$updated" ] || { $SUDO apt-get update -qq; updated=1; }
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $recommends "${missing[@]}" >/dev/null
 }
-install_missing ceph-mon ceph-osd radosgw ceph-common rclone s3fs python3-boto3 autoconf automake gcc make libglib2.0-bin strace \
+install_missing ceph-mon ceph-osd radosgw ceph-common rclone s3fs python3-boto3 autoconf automake gcc make libglib2.0-bin strace faketime \
   || { echo "0 passed, 1 failed"; exit 1; }
 # LibreOffice as a desktop user has it (with its recommended fonts and the UNO bridge for Python)
 install_missing --recommends libreoffice-writer-nogui python3-uno || { echo "0 passed, 1 failed"; exit 1; }

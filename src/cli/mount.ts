@@ -79,6 +79,7 @@ export async function mountCommand(target: string, mountpoint: string, o: MountC
     // the time budget, not a count, bounds a mount's retries (a server restart takes seconds)
     retryBudgetMs: (opts.retryBudget ?? 60) * 1000, maxAttempts: 1000,
     onRetry: (op, attempt, err) => log.warn({ op, attempt, err: (err as Error).message }, 'retrying'),
+    onClockOffset: (ms) => log.warn({ offsetSec: ms / 1000 }, "this machine's clock is off from the store's: requests are signed with the store's time"),
   });
   await mounting().runMount({
     client, endpoint, bucket, prefix, mountpoint, readOnly: opts.readOnly, allowOther: opts.allowOther,
@@ -208,7 +209,7 @@ export async function statusCommand(mountpoint: string, o: { json?: boolean }): 
   process.stdout.write([
     `${s.mountpoint}: ${s.bucket}${s.prefix ? ':' + s.prefix : ''} at ${s.endpoint} (pid ${s.pid}, up ${s.uptimeSec}s)`,
     `cache: ${s.cache.entries} entries, hit rate ${(s.cache.hitRate * 100).toFixed(1)}% (${s.cache.hits} hits, ${s.cache.misses} misses), ttl ${s.cache.ttlSec}s`,
-    `requests: ${req}; retries ${s.retries}`,
+    `requests: ${req}; retries ${s.retries}${s.clockOffsetSec ? `; signed with the store's clock, ${s.clockOffsetSec} s from this machine's` : ''}`,
     `operations: ${opLine}${s.writesInFuseThread ? `; writes made in the FUSE thread ${s.writesInFuseThread}` : ''}`,
     `memory: ${s.memory.rssMiB} MiB resident (peak ${s.memory.peakRssMiB}); buffers ${(s.buffers.used / 1048576).toFixed(0)} of ${(s.buffers.limit / 1048576).toFixed(0)} MiB in use (peak ${(s.buffers.peak / 1048576).toFixed(0)}); streamed parts ${s.streamedParts}`,
     `open files ${s.openFiles}; pending uploads ${s.pendingUploads} (${s.pendingBytes} bytes); uploads ${s.uploads}, failed ${s.uploadErrors}${s.lastUploadError ? ` (last: ${s.lastUploadError})` : ''}`,

@@ -256,6 +256,7 @@ export async function runMount(c: MountConfig): Promise<void> {
       cache: { entries: fsys.cache.size, hits, misses, hitRate: hits + misses ? hits / (hits + misses) : 0, ttlSec: c.cacheTtlSec },
       requests: Object.fromEntries([...c.client.counts].sort()),
       retries: c.client.retries,
+      clockOffsetSec: c.client.clockOffsetMs / 1000,
       // ranged GETs read in place (null: through undici)
       directGets: c.client.directGets() ?? null,
       operations: opStats.snapshot(),

@@ -38,6 +38,8 @@ export interface ClientOptions {
   onRequest?: (op: string) => void;
   /** called before each retry */
   onRetry?: (op: string, attempt: number, err: unknown) => void;
+  /** the store refused a request for its time: requests are signed with the store's clock from now on (clockOffsetMs) */
+  onClockOffset?: (offsetMs: number) => void;
   /** how many requests may be in their retry phase at once (no retry storm after an outage) */
   maxConcurrentRetries?: number;
   /**
@@ -251,6 +253,19 @@ function loadAgent(): typeof UndiciAgent {
 const CERT_ERRORS = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
   'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'ERR_TLS_CERT_ALTNAME_INVALID']);
 
+/**
+ * Stores refuse a request signed more than 15 minutes off their clock
+ * (RequestTimeTooSkewed): a laptop after a trip, a VM resumed, a board with no
+ * RTC. A refusal for the time, or a body-less 403 (a HEAD) from a store whose
+ * clock is this far from ours, makes the client sign with the store's time,
+ * as the AWS SDKs do; below it, a 403 is only what it says.
+ */
+const CLOCK_SKEW_MS = 5 * 60 * 1000;
+
+/** marks a refusal that moved the client's clock: the request, refused before it ran, goes once more at once */
+const RECLOCKED = Symbol('reclocked');
+const reclocked = (e: unknown) => typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[RECLOCKED] === true;
+
 function isRetryable(e: unknown): boolean {
   if (e instanceof SvcError) return e.status >= 500 || e.code === 'RequestTimeout' || e.code === 'SlowDown';
   const err = e as { code?: string; cause?: { code?: string } } | undefined;
@@ -272,6 +287,8 @@ export class SvcClient {
   private readonly ownDispatcher: boolean;
   readonly counts = new Map<string, number>();
   retries = 0;
+  /** ms to add to this machine's clock to get the store's (learned from a refusal: see CLOCK_SKEW_MS) */
+  clockOffsetMs = 0;
   /** upload bodies go with UNSIGNED-PAYLOAD (see ClientOptions.payloadHash) */
   readonly unsignedUploads: boolean;
   private readonly retrySlots: Slots;
@@ -335,11 +352,17 @@ export class SvcClient {
     const budget = Date.now() + (this.opts.retryBudgetMs ?? 60_000);
     const base = this.opts.baseDelayMs ?? 100;
     let holding = false;
+    let resent = false;
     try {
       for (let attempt = 1; ; attempt++) {
         try {
           return await once(attempt);
         } catch (e) {
+          // (refused at authentication, so it never ran: once more whatever the method, re-signed)
+          if (reclocked(e) && !resent) {
+            resent = true;
+            continue;
+          }
           if (attempt >= attempts || !isRetryable(e) || Date.now() >= budget) throw e;
           if (!holding) {
             await this.retrySlots.take();
@@ -358,7 +381,8 @@ export class SvcClient {
   }
 
   /** What goes on the wire for a request: its origin, path and query, and signed headers. */
-  private prepare(o: SendOptions): { url: URL; path: string; signed: Record<string, string> } {
+  private prepare(o: SendOptions): { url: URL; path: string; signed: Record<string, string>; clock: number } {
+    const clock = this.clockOffsetMs;
     const { url, path } = this.target(o.bucket, o.key, o.query);
     const headers: Record<string, string> = { ...(o.headers ?? {}) };
     const len = bodyLength(o.body);
@@ -367,20 +391,20 @@ export class SvcClient {
     let signed: Record<string, string> = headers;
     if (this.opts.credentials) {
       if (this.opts.signature === 'v2') {
-        signed = signRequestV2({ dialect: this.dialect, method: o.method, url, path, headers, credentials: this.opts.credentials });
+        signed = signRequestV2({ dialect: this.dialect, method: o.method, url, path, headers, credentials: this.opts.credentials, now: this.now() });
       } else {
         const payloadHash = o.sha256 ?? (o.body === undefined || len === 0 ? EMPTY_SHA256
           : typeof o.body === 'string' || Buffer.isBuffer(o.body) ? sha256Hex(o.body) : UNSIGNED_PAYLOAD);
-        signed = signRequest({ dialect: this.dialect, credentials: this.opts.credentials, region: this.region, method: o.method, url, path, headers, payloadHash });
+        signed = signRequest({ dialect: this.dialect, credentials: this.opts.credentials, region: this.region, method: o.method, url, path, headers, payloadHash, now: this.now() });
       }
     }
     this.counts.set(o.op, (this.counts.get(o.op) ?? 0) + 1);
     this.opts.onRequest?.(o.op);
-    return { url, path, signed };
+    return { url, path, signed, clock };
   }
 
   private async sendOnce(o: SendOptions, attempt: number): Promise<Response> {
-    const { url, path, signed } = this.prepare(o);
+    const { url, path, signed, clock } = this.prepare(o);
     // Dispatcher.request takes the path as is; undici's request() would resolve dot segments.
     const res = await this.dispatcher.request({
       origin: url.origin,
@@ -396,14 +420,44 @@ export class SvcClient {
     if ((res.statusCode >= 200 && res.statusCode < 300) || o.accept?.includes(res.statusCode)) {
       return { status: res.statusCode, headers: rh, body: res.body };
     }
-    throw this.failure(res.statusCode, await res.body.text().catch(() => ''), rh, attempt);
+    throw this.failure(res.statusCode, await res.body.text().catch(() => ''), rh, attempt, clock);
   }
 
-  /** The error of a refused request: the store's code and message, its request id, and which attempt it was. */
-  private failure(status: number, text: string, headers: Record<string, string>, attempt: number): SvcError {
+  /** The time requests are signed with: the local clock, corrected by what a store's refusal taught (clockOffsetMs). */
+  private now(): Date {
+    return new Date(Date.now() + this.clockOffsetMs);
+  }
+
+  /**
+   * The error of a refused request: the store's code and message, its request
+   * id, and which attempt it was. `clock`: the offset it was signed with.
+   */
+  private failure(status: number, text: string, headers: Record<string, string>, attempt: number, clock: number): SvcError {
     const err = errorFrom(status, text, headers[this.h('request-id')]);
     (err as SvcError & { attempt?: number }).attempt = attempt;
+    if (status === 403 && this.learnClock(err.code === 'RequestTimeTooSkewed', !text, headers.date, clock)) {
+      (err as unknown as Record<symbol, boolean>)[RECLOCKED] = true;
+    }
     return err;
+  }
+
+  /**
+   * A 403 that may be about the time: the store's clock from its Date header
+   * (1 s precision, plenty against a 15-minute window). True when requests are
+   * now signed with another time than this one was, so it is worth sending again.
+   */
+  private learnClock(tooSkewed: boolean, bodiless: boolean, date: string | undefined, clock: number): boolean {
+    const store = date ? Date.parse(date) : NaN;
+    if (!Number.isFinite(store)) return false;
+    const offset = Math.round((store - Date.now()) / 1000) * 1000;
+    // a HEAD's refusal has no code: about the time only when the clocks are that far apart
+    if (!tooSkewed && !(bodiless && Math.abs(offset - clock) >= CLOCK_SKEW_MS)) return false;
+    // (concurrent refusals: the first one moved the clock, the others find it moved)
+    if (Math.abs(offset - this.clockOffsetMs) >= CLOCK_SKEW_MS) {
+      this.clockOffsetMs = Math.abs(offset) < CLOCK_SKEW_MS ? 0 : offset;
+      this.opts.onClockOffset?.(this.clockOffsetMs);
+    }
+    return this.clockOffsetMs !== clock;
   }
 
   /** The payload hash an upload body is signed with (v2 signs no payload: nothing to hash). */
@@ -464,7 +518,7 @@ export class SvcClient {
     const so: SendOptions = { op: 'get', method: 'GET', bucket, key, headers };
     const want = end - start + 1;
     await this.retrying(so, async (attempt) => {
-      let { url, path, signed } = this.prepare(so);
+      let { url, path, signed, clock } = this.prepare(so);
       const direct = this.direct?.get(path + url.search, signed, into.subarray(0, want));
       let r: { status: number; headers: Record<string, string>; received: number; text: string } | undefined;
       try {
@@ -473,10 +527,10 @@ export class SvcClient {
         if (!(e instanceof UnsupportedResponse)) throw e;
         // (a store that sends ranges chunked: undici from now on)
         this.direct = undefined;
-        ({ url, path, signed } = this.prepare(so));
+        ({ url, path, signed, clock } = this.prepare(so));
       }
       r ??= await receiveInto(this.dispatcher, { origin: url.origin, path: path + url.search, method: 'GET', headers: signed, reset: false }, into.subarray(0, want));
-      if (r.status < 200 || r.status >= 300) throw this.failure(r.status, r.text, r.headers, attempt);
+      if (r.status < 200 || r.status >= 300) throw this.failure(r.status, r.text, r.headers, attempt, clock);
       if (r.received !== want) throw new ShortBodyError(`${r.received} of ${want} bytes`);
     });
   }

@@ -53,7 +53,7 @@ interface Tap {
   teardown(fn: () => unknown): void;
 }
 
-export async function startServer(t: Tap, o: { buckets?: string[]; dataDir?: string; extraArgs?: string[] } = {}): Promise<TestServer> {
+export async function startServer(t: Tap, o: { buckets?: string[]; dataDir?: string; extraArgs?: string[]; env?: Record<string, string> } = {}): Promise<TestServer> {
   const dataDir = o.dataDir ?? tmpDir('data');
   const users = {
     users: [
@@ -84,7 +84,7 @@ export async function startServer(t: Tap, o: { buckets?: string[]; dataDir?: str
   };
   const launch = async (port: number) => {
     const args = [CLI, '--log-format', 'json', 'serve', '--data', dataDir, '--port', String(port), ...buckets.flatMap((b) => ['--bucket', b]), ...(o.extraArgs ?? [])];
-    const env = { ...process.env };
+    const env = { ...process.env, ...o.env };
     delete env.SVC_ACCESS_KEY_ID;
     delete env.SVC_SECRET_ACCESS_KEY;
     const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -109,6 +109,17 @@ export async function startServer(t: Tap, o: { buckets?: string[]; dataDir?: str
     await s.stop('SIGKILL');
   });
   return s;
+}
+
+/**
+ * The environment that runs a process with its clock `offset` off (libfaketime's
+ * syntax: '+40m', '-1h'), monotonic time left alone; undefined when libfaketime
+ * is not installed (scripts/test.sh installs it).
+ */
+export function clockOffEnv(offset: string): Record<string, string> | undefined {
+  const lib = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib']
+    .map((d) => path.join(d, 'faketime', 'libfaketimeMT.so.1')).find((f) => fs.existsSync(f));
+  return lib && { LD_PRELOAD: lib, FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1' };
 }
 
 export { SVC, AWS };
